@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs every package uroce needs to build, test and benchmark, from
+# Debian's archive only. Idempotent: a second run changes nothing.
+set -euo pipefail
+
+if [[ $(id -u) -ne 0 ]]; then
+  echo "setup.sh: run as root (it installs Debian packages)" >&2
+  exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+
+# tshark asks whether non-root users may capture; answer before it asks.
+echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+
+packages=(
+  # build
+  build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
+  # the datapath and its libraries
+  libdpdk-dev libisal-dev zlib1g-dev libboost-dev libspdlog-dev libfmt-dev
+  # the verbs surface and the unmodified programs that must run over it
+  libibverbs-dev ibverbs-utils perftest
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev tshark iproute2 procps
+)
+
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${packages[@]}"
