@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#pragma once
+
+// Building RoCEv2 frames: Ethernet [802.1Q] | IPv4 or IPv6 | UDP 4791 | BTH
+// | extension headers | payload | pad | ICRC. The Ethernet FCS is the
+// port's business.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "wire/bytes.h"
+#include "wire/ethernet.h"
+#include "wire/ib_headers.h"
+#include "wire/ip.h"
+#include "wire/opcode.h"
+#include "wire/udp.h"
+
+namespace uroce::wire {
+
+/// What every packet of one flow (one QP and its peer) shares below the
+/// BTH: the header template of a QP.
+struct RoceRoute {
+  MacAddr src_mac;
+  MacAddr dst_mac;
+  bool vlan = false;     ///< add an 802.1Q tag (VID 0 = priority tag)
+  std::uint8_t pcp = 0;  ///< 802.1p priority when tagged
+  std::uint16_t vid = 0;
+  IpAddr src_ip;  ///< both IPv4-mapped, or both IPv6
+  IpAddr dst_ip;
+  std::uint8_t dscp = 0;
+  Ecn ecn = Ecn::kNotEct;
+  std::uint8_t hop_limit = 64;
+  std::uint32_t flow_label = 0;  ///< IPv6 only
+  std::uint16_t udp_sport = 0xC000;
+
+  bool ipv6() const { return !src_ip.is_v4(); }
+  /// Offset of the IP header in the frame.
+  std::size_t l3_offset() const { return EthHdr::kSize + (vlan ? VlanTag::kSize : 0); }
+  /// Offset of the BTH in the frame.
+  std::size_t bth_offset() const {
+    return l3_offset() + (ipv6() ? Ipv6Hdr::kSize : Ipv4Hdr::kMinSize) + UdpHdr::kSize;
+  }
+};
+
+/// Bytes of pad that align a payload to 4 bytes (IBA 9.2: PadCnt).
+constexpr std::uint8_t pad_count(std::size_t payload_len) {
+  return static_cast<std::uint8_t>((0 - payload_len) & 3);
+}
+
+/// Length of the whole frame, ICRC included, for `payload_len` bytes of
+/// payload under `info`.
+std::size_t roce_frame_length(const RoceRoute& route, const OpcodeInfo& info,
+                              std::size_t payload_len);
+
+/// Writes the headers of a packet carrying `payload_len` bytes, from the
+/// Ethernet header to the last extension header, into `out`; fills in the
+/// lengths, the pad count (bth.pad_count is ignored) and the IPv4 checksum.
+/// The caller appends payload, pad and ICRC (icrc_compute over a chain
+/// lets the payload stay in its own buffer). Returns the header length, or
+/// 0 when `out` is too small or the opcode is unknown.
+std::size_t write_roce_headers(Bytes out, const RoceRoute& route, Bth bth, const ExtHeaders& ext,
+                               std::size_t payload_len, std::uint16_t ip_id);
+
+/// Builds a complete frame into `out`: headers, payload, zero pad, ICRC.
+/// Returns the frame length, or 0 when `out` is too small or the opcode is
+/// unknown.
+std::size_t build_roce_frame(Bytes out, const RoceRoute& route, const Bth& bth,
+                             const ExtHeaders& ext, ConstBytes payload, std::uint16_t ip_id);
+
+}  // namespace uroce::wire

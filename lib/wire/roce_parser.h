@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#pragma once
+
+// Validating a received RoCEv2 frame. The parser checks everything that
+// can be checked without QP state (framing, lengths, opcode, pad, ICRC) and
+// returns either a parsed packet or the reason to drop it. QP-dependent
+// checks (P_Key, Q_Key, PSN, path MTU, addresses) belong to the transport.
+// It never reads outside the frame it is given.
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+#include "wire/bytes.h"
+#include "wire/ethernet.h"
+#include "wire/ib_headers.h"
+#include "wire/ip.h"
+#include "wire/opcode.h"
+#include "wire/udp.h"
+
+namespace uroce::wire {
+
+/// Why a frame is not a valid RoCEv2 packet. kNone means it is.
+enum class DropReason : std::uint8_t {
+  kNone,
+  kShortFrame,         ///< ends before a header it announces
+  kNotIp,              ///< EtherType is neither IPv4 nor IPv6
+  kBadIpVersion,       ///< version nibble disagrees with the EtherType
+  kBadIpHeaderLength,  ///< IPv4 IHL other than 5 (RoCEv2 has no options)
+  kBadIpLength,        ///< IP length beyond the frame or below the headers
+  kBadIpChecksum,
+  kIpFragment,  ///< RoCEv2 is never fragmented
+  kNotUdp,
+  kNotRoceV2Port,  ///< UDP destination port is not 4791
+  kBadUdpLength,   ///< UDP length disagrees with the IP length
+  kBadTver,        ///< BTH transport version is not 0
+  kUnknownOpcode,
+  kBadLength,  ///< too short for the opcode's headers, or payload where none may be
+  kBadPad,     ///< pad count larger than the payload, or on a packet that may not pad
+  kBadIcrc,
+  kCount,
+};
+
+inline constexpr std::array<std::string_view, static_cast<std::size_t>(DropReason::kCount)>
+    kDropReasonNames = {
+        "none",
+        "short_frame",
+        "not_ip",
+        "bad_ip_version",
+        "bad_ip_header_length",
+        "bad_ip_length",
+        "bad_ip_checksum",
+        "ip_fragment",
+        "not_udp",
+        "not_rocev2_port",
+        "bad_udp_length",
+        "bad_tver",
+        "unknown_opcode",
+        "bad_length",
+        "bad_pad",
+        "bad_icrc",
+};
+static_assert(kDropReasonNames.back() == "bad_icrc");
+
+constexpr std::string_view drop_reason_name(DropReason r) {
+  return kDropReasonNames[static_cast<std::size_t>(r)];
+}
+
+/// A validated RoCEv2 packet. Spans point into the frame it was parsed
+/// from, which must outlive it.
+struct RocePacket {
+  EthHdr eth;
+  bool has_vlan = false;
+  VlanTag vlan;
+
+  bool ipv6 = false;
+  IpAddr src_ip;
+  IpAddr dst_ip;
+  std::uint8_t dscp = 0;
+  Ecn ecn = Ecn::kNotEct;
+  std::uint8_t hop_limit = 0;
+  std::uint32_t flow_label = 0;  ///< IPv6 only
+  std::uint16_t ip_id = 0;       ///< IPv4 only
+
+  std::uint16_t udp_sport = 0;
+
+  Bth bth;
+  const OpcodeInfo* info = nullptr;
+  ExtHeaders ext;
+
+  ConstBytes payload;  ///< without the pad
+  std::uint32_t icrc = 0;
+
+  std::size_t l3_offset = 0;   ///< IP header, from the start of the frame
+  std::size_t bth_offset = 0;  ///< BTH, from the start of the frame
+};
+
+/// Parses and validates `frame` (Ethernet header to ICRC, no FCS). On
+/// success fills `pkt` and returns kNone.
+[[nodiscard]] DropReason parse_roce_frame(ConstBytes frame, RocePacket& pkt);
+
+}  // namespace uroce::wire

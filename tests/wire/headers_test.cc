@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <set>
+
+#include "support/wire_samples.h"
+#include "wire/ethernet.h"
+#include "wire/ib_headers.h"
+#include "wire/ip.h"
+#include "wire/mtu.h"
+#include "wire/roce_parser.h"
+#include "wire/udp.h"
+
+namespace uroce::wire {
+namespace {
+
+TEST(Bth, EveryFieldRoundTripsAndLandsOnItsBits) {
+  Bth b;
+  b.opcode = 0x0B;
+  b.se = true;
+  b.mig_req = true;
+  b.pad_count = 3;
+  b.pkey = 0x7FFF;
+  b.fecn = true;
+  b.becn = true;
+  b.dest_qp = 0xABCDEF;
+  b.ack_req = true;
+  b.psn = Psn(0xFFFFFF);
+  std::uint8_t buf[kBthSize];
+  b.write(buf);
+  const std::uint8_t expect[kBthSize] = {0x0B, 0xF0, 0x7F, 0xFF, 0xC0, 0xAB,
+                                         0xCD, 0xEF, 0x80, 0xFF, 0xFF, 0xFF};
+  EXPECT_EQ(0, std::memcmp(buf, expect, kBthSize));
+  const Bth back = Bth::parse(buf);
+  EXPECT_EQ(back.opcode, b.opcode);
+  EXPECT_TRUE(back.se && back.mig_req && back.fecn && back.becn && back.ack_req);
+  EXPECT_EQ(back.pad_count, 3);
+  EXPECT_EQ(back.tver, 0);
+  EXPECT_EQ(back.pkey, 0x7FFF);
+  EXPECT_EQ(back.dest_qp, 0xABCDEFu);
+  EXPECT_EQ(back.psn, Psn(0xFFFFFF));
+}
+
+TEST(ExtHeaders, EachHeaderRoundTrips) {
+  std::uint8_t buf[32];
+  Reth{0x0123456789ABCDEF, 0xDEADBEEF, 0x80000000}.write(buf);
+  const Reth r = Reth::parse(buf);
+  EXPECT_EQ(r.va, 0x0123456789ABCDEFu);
+  EXPECT_EQ(r.rkey, 0xDEADBEEFu);
+  EXPECT_EQ(r.dma_length, 0x80000000u);
+
+  AtomicEth{0x1000, 0x42, 0x1111222233334444, 0x5555666677778888}.write(buf);
+  const AtomicEth a = AtomicEth::parse(buf);
+  EXPECT_EQ(a.va, 0x1000u);
+  EXPECT_EQ(a.rkey, 0x42u);
+  EXPECT_EQ(a.swap_add, 0x1111222233334444u);
+  EXPECT_EQ(a.compare, 0x5555666677778888u);
+  EXPECT_EQ(buf[12], 0x11);  // swap/add follows VA and R_Key
+
+  AtomicAckEth{0xCAFEF00DDEADBEEF}.write(buf);
+  EXPECT_EQ(AtomicAckEth::parse(buf).orig_remote_data, 0xCAFEF00DDEADBEEFu);
+
+  Deth{kGsiQkey, 0x000001}.write(buf);
+  EXPECT_EQ(buf[4], 0) << "DETH byte 4 is reserved";
+  const Deth d = Deth::parse(buf);
+  EXPECT_EQ(d.qkey, kGsiQkey);
+  EXPECT_EQ(d.src_qp, 1u);
+}
+
+TEST(Ethernet, VlanTagCarriesPcpDeiVid) {
+  std::uint8_t buf[4];
+  VlanTag{5, true, 0xABC, ether_type::kIpv4}.write(buf);
+  EXPECT_EQ(buf[0], 0xBA);  // 101 1 1010
+  const VlanTag t = VlanTag::parse(buf);
+  EXPECT_EQ(t.pcp, 5);
+  EXPECT_TRUE(t.dei);
+  EXPECT_EQ(t.vid, 0xABC);
+  EXPECT_EQ(t.ether_type, ether_type::kIpv4);
+}
+
+TEST(Ip, Ipv4HeaderRoundTripsWithAValidChecksum) {
+  Ipv4Hdr h;
+  h.dscp = 46;
+  h.ecn = Ecn::kCe;
+  h.total_length = 1082;
+  h.id = 0xBEEF;
+  h.ttl = 17;
+  h.src = 0x0A000001;
+  h.dst = 0x0A000002;
+  std::uint8_t buf[20];
+  h.write(buf);
+  EXPECT_EQ(inet_checksum(buf, 20), 0);
+  const Ipv4Hdr b = Ipv4Hdr::parse(buf);
+  EXPECT_EQ(b.dscp, 46);
+  EXPECT_EQ(b.ecn, Ecn::kCe);
+  EXPECT_EQ(b.total_length, 1082);
+  EXPECT_EQ(b.id, 0xBEEF);
+  EXPECT_TRUE(b.df);
+  EXPECT_FALSE(b.mf);
+  EXPECT_EQ(b.ttl, 17);
+  EXPECT_EQ(b.src, 0x0A000001u);
+}
+
+TEST(Ip, Ipv6HeaderRoundTrips) {
+  Ipv6Hdr h;
+  h.traffic_class = 0x6A;
+  h.flow_label = 0xFEDCB;
+  h.payload_length = 1000;
+  h.hop_limit = 3;
+  h.src = *IpAddr::parse("fe80::1");
+  h.dst = *IpAddr::parse("2001:db8::2");
+  std::uint8_t buf[40];
+  h.write(buf);
+  EXPECT_EQ(buf[0] >> 4, 6);
+  const Ipv6Hdr b = Ipv6Hdr::parse(buf);
+  EXPECT_EQ(b.traffic_class, 0x6A);
+  EXPECT_EQ(b.flow_label, 0xFEDCBu);
+  EXPECT_EQ(b.payload_length, 1000);
+  EXPECT_EQ(b.hop_limit, 3);
+  EXPECT_EQ(b.src, h.src);
+  EXPECT_EQ(b.dst.to_string(), "2001:db8::2");
+}
+
+TEST(Ip, AddressesKeepIpv4Mapped) {
+  const IpAddr a = *IpAddr::parse("192.168.7.9");
+  EXPECT_TRUE(a.is_v4());
+  EXPECT_EQ(a.v4(), 0xC0A80709u);
+  EXPECT_EQ(a.to_string(), "192.168.7.9");
+  EXPECT_EQ(*IpAddr::parse("::ffff:192.168.7.9"), a);
+  EXPECT_FALSE(IpAddr::parse("fe80::1")->is_v4());
+  EXPECT_FALSE(IpAddr::parse("10.0.0.256").has_value());
+}
+
+TEST(Udp, SourcePortIsFlowEntropyInTheEphemeralRange) {
+  EXPECT_EQ(roce_udp_sport(7, 9), roce_udp_sport(9, 7));
+  std::mt19937 rng(1);
+  std::set<std::uint16_t> seen;
+  for (int i = 0; i < 1000; ++i) {
+    const std::uint16_t p = roce_udp_sport(rng() & 0xFFFFFF, rng() & 0xFFFFFF);
+    EXPECT_GE(p, 0xC000);
+    seen.insert(p);
+  }
+  EXPECT_GT(seen.size(), 900u) << "source ports should spread flows";
+  // Kernel values (rdma_flow_label_to_udp_sport): the 20-bit label folds
+  // its top 6 bits into the low 14.
+  EXPECT_EQ(flow_label_to_udp_sport(0xFC000), 0xC03F);
+  EXPECT_EQ(flow_label_to_udp_sport(0x03FFF), 0xFFFF);
+}
+
+TEST(Mtu, EnumAndLinkMtu) {
+  EXPECT_EQ(mtu_bytes(Mtu::k1024), 1024u);
+  EXPECT_EQ(mtu_from_code(3), Mtu::k1024);
+  EXPECT_FALSE(mtu_from_code(0).has_value());
+  EXPECT_FALSE(mtu_from_code(6).has_value());
+  EXPECT_EQ(mtu_for_link(1500), Mtu::k1024);
+  EXPECT_EQ(mtu_for_link(2200), Mtu::k2048);
+  EXPECT_EQ(mtu_for_link(9000), Mtu::k4096);
+}
+
+struct RouteCase {
+  bool ipv6;
+  bool vlan;
+};
+
+class EveryOpcode : public ::testing::TestWithParam<RouteCase> {};
+
+// Every opcode, built and parsed back, over IPv4, IPv6 and 802.1Q: every
+// header field and every payload byte survives.
+TEST_P(EveryOpcode, RoundTripsThroughBuilderAndParser) {
+  const RoceRoute route = test::sample_route(GetParam().ipv6, GetParam().vlan);
+  std::mt19937_64 rng(42);
+  for (std::uint8_t op : test::all_opcodes()) {
+    SCOPED_TRACE(std::string(opcode_info(op).name));
+    for (int rep = 0; rep < 8; ++rep) {
+      const test::SamplePacket s = test::sample_packet(op, rng);
+      const std::vector<std::uint8_t> frame = test::build_frame(route, s, 0x4321);
+      RocePacket p;
+      ASSERT_EQ(parse_roce_frame(frame, p), DropReason::kNone);
+      const OpcodeInfo& info = *p.info;
+      EXPECT_EQ(&info, &opcode_info(op));
+      EXPECT_EQ(p.has_vlan, route.vlan);
+      if (route.vlan) {
+        EXPECT_EQ(p.vlan.pcp, route.pcp);
+      }
+      EXPECT_EQ(p.ipv6, route.ipv6());
+      EXPECT_EQ(p.src_ip, route.src_ip);
+      EXPECT_EQ(p.dst_ip, route.dst_ip);
+      EXPECT_EQ(p.dscp, route.dscp);
+      EXPECT_EQ(p.ecn, route.ecn);
+      EXPECT_EQ(p.hop_limit, route.hop_limit);
+      EXPECT_EQ(p.udp_sport, route.udp_sport);
+      if (route.ipv6()) {
+        EXPECT_EQ(p.flow_label, route.flow_label);
+      } else {
+        EXPECT_EQ(p.ip_id, 0x4321);
+      }
+
+      EXPECT_EQ(p.bth.opcode, op);
+      EXPECT_EQ(p.bth.se, s.bth.se);
+      EXPECT_EQ(p.bth.ack_req, s.bth.ack_req);
+      EXPECT_EQ(p.bth.becn, s.bth.becn);
+      EXPECT_EQ(p.bth.dest_qp, s.bth.dest_qp);
+      EXPECT_EQ(p.bth.psn, s.bth.psn);
+      EXPECT_EQ(p.bth.pad_count, pad_count(s.payload.size()));
+
+      if (info.has(ExtHeader::kDeth)) {
+        EXPECT_EQ(p.ext.deth.qkey, s.ext.deth.qkey);
+        EXPECT_EQ(p.ext.deth.src_qp, s.ext.deth.src_qp);
+      }
+      if (info.has(ExtHeader::kReth)) {
+        EXPECT_EQ(p.ext.reth.va, s.ext.reth.va);
+        EXPECT_EQ(p.ext.reth.rkey, s.ext.reth.rkey);
+        EXPECT_EQ(p.ext.reth.dma_length, s.ext.reth.dma_length);
+      }
+      if (info.has(ExtHeader::kAtomicEth)) {
+        EXPECT_EQ(p.ext.atomic_eth.va, s.ext.atomic_eth.va);
+        EXPECT_EQ(p.ext.atomic_eth.swap_add, s.ext.atomic_eth.swap_add);
+        EXPECT_EQ(p.ext.atomic_eth.compare, s.ext.atomic_eth.compare);
+      }
+      if (info.has(ExtHeader::kAeth)) {
+        EXPECT_EQ(p.ext.aeth.syndrome, s.ext.aeth.syndrome);
+        EXPECT_EQ(p.ext.aeth.msn, s.ext.aeth.msn);
+      }
+      if (info.has(ExtHeader::kAtomicAckEth)) {
+        EXPECT_EQ(p.ext.atomic_ack_eth.orig_remote_data, s.ext.atomic_ack_eth.orig_remote_data);
+      }
+      if (info.has(ExtHeader::kImmDt)) {
+        EXPECT_EQ(p.ext.imm_data, s.ext.imm_data);
+      }
+      if (info.has(ExtHeader::kIeth)) {
+        EXPECT_EQ(p.ext.ieth_rkey, s.ext.ieth_rkey);
+      }
+
+      ASSERT_EQ(p.payload.size(), s.payload.size());
+      EXPECT_TRUE(std::equal(p.payload.begin(), p.payload.end(), s.payload.begin()));
+      EXPECT_EQ(frame.size(),
+                route.bth_offset() + info.length + s.payload.size() + p.bth.pad_count + 4);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Routes, EveryOpcode,
+                         ::testing::Values(RouteCase{false, false}, RouteCase{true, false},
+                                           RouteCase{false, true}, RouteCase{true, true}),
+                         [](const auto& info) {
+                           return std::string(info.param.ipv6 ? "Ipv6" : "Ipv4") +
+                                  (info.param.vlan ? "Vlan" : "");
+                         });
+
+TEST(Opcode, TableAgreesWithTheSpecForEveryKnownOpcode) {
+  // 23 RC + 12 UC + 2 UD + CNP.
+  EXPECT_EQ(test::all_opcodes().size(), 38u);
+  for (std::uint8_t op : test::all_opcodes()) {
+    const OpcodeInfo& i = opcode_info(op);
+    SCOPED_TRACE(std::string(i.name));
+    const Transport t = transport_of(op);
+    EXPECT_TRUE(t == Transport::kRc || t == Transport::kUc || t == Transport::kUd ||
+                t == Transport::kCnp);
+    EXPECT_EQ(i.name.substr(0, 3), t == Transport::kRc   ? "RC_"
+                                   : t == Transport::kUc ? "UC_"
+                                   : t == Transport::kUd ? "UD_"
+                                                         : "CNP");
+    // Responses carry an AETH exactly where IBA puts one: all but the
+    // middle read response.
+    if (i.is_response()) {
+      EXPECT_EQ(i.has(ExtHeader::kAeth), i.position != Position::kMiddle);
+    }
+    if (i.is_atomic()) {
+      EXPECT_EQ(i.length, 40);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace uroce::wire
