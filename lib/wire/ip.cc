@@ -41,6 +41,27 @@ std::uint16_t inet_checksum(const std::uint8_t* p, std::size_t len, std::uint32_
   return static_cast<std::uint16_t>(~sum);
 }
 
+std::uint16_t udp6_checksum(const IpAddr& src, const IpAddr& dst,
+                            std::span<const ConstBytes> datagram) {
+  std::uint64_t sum = 0;
+  std::size_t len = 0;
+  bool odd = false;  // the next byte is the low byte of a 16-bit word
+  for (const ConstBytes& seg : datagram) {
+    for (std::uint8_t b : seg) {
+      sum += odd ? b : std::uint32_t{b} << 8;
+      odd = !odd;
+    }
+    len += seg.size();
+  }
+  // Pseudo-header: addresses, upper-layer length, next header.
+  for (std::size_t i = 0; i < 16; i += 2)
+    sum += load_be16(&src.bytes[i]) + load_be16(&dst.bytes[i]);
+  sum += (len >> 16) + (len & 0xFFFF) + ip_proto::kUdp;
+  while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+  const auto csum = static_cast<std::uint16_t>(~sum);
+  return csum == 0 ? 0xFFFF : csum;
+}
+
 Ipv4Hdr Ipv4Hdr::parse(const std::uint8_t* p) {
   Ipv4Hdr h;
   h.ihl = p[0] & 0x0F;

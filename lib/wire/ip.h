@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -38,11 +39,9 @@ struct IpAddr {
   /// Parses dotted-quad IPv4 or RFC 4291 IPv6 text.
   static std::optional<IpAddr> parse(std::string_view text);
 
+  /// True for an IPv4-mapped address (::ffff:0:0/96).
   constexpr bool is_v4() const {
-    for (int i = 0; i < 10; ++i) {
-      if (bytes[i] != 0) return false;
-    }
-    return bytes[10] == 0xFF && bytes[11] == 0xFF;
+    return load_be64(bytes.data()) == 0 && load_be32(bytes.data() + 8) == 0x0000FFFF;
   }
   constexpr std::uint32_t v4() const { return load_be32(bytes.data() + 12); }
   std::string to_string() const;
@@ -79,6 +78,12 @@ struct Ipv4Hdr {
 /// The Internet checksum (RFC 1071) over `len` bytes; 0 when a header with
 /// its checksum in place is valid.
 std::uint16_t inet_checksum(const std::uint8_t* p, std::size_t len, std::uint32_t sum = 0);
+
+/// The UDP checksum of a datagram over IPv6 (RFC 8200 8.1), the datagram
+/// given as a chain of segments from the UDP header (checksum field zero)
+/// to its end. Never 0: a computed 0 is sent as 0xFFFF (RFC 768).
+std::uint16_t udp6_checksum(const IpAddr& src, const IpAddr& dst,
+                            std::span<const ConstBytes> datagram);
 
 /// The IPv6 fixed header (40 bytes).
 struct Ipv6Hdr {

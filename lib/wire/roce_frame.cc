@@ -20,8 +20,9 @@ std::size_t write_roce_headers(Bytes out, const RoceRoute& route, Bth bth, const
   const std::size_t hdr_len = route.bth_offset() + info.length;
   if (out.size() < hdr_len || frame_len > 0xFFFF) return 0;
   std::uint8_t* p = out.data();
+  const bool ipv6 = route.ipv6();
 
-  EthHdr eth{route.dst_mac, route.src_mac, route.ipv6() ? ether_type::kIpv6 : ether_type::kIpv4};
+  EthHdr eth{route.dst_mac, route.src_mac, ipv6 ? ether_type::kIpv6 : ether_type::kIpv4};
   if (route.vlan) {
     VlanTag tag{route.pcp, false, route.vid, eth.ether_type};
     eth.ether_type = ether_type::kVlan;
@@ -32,7 +33,7 @@ std::size_t write_roce_headers(Bytes out, const RoceRoute& route, Bth bth, const
   const std::size_t l3 = route.l3_offset();
   const std::size_t l3_len = frame_len - l3;
   std::size_t udp_off;
-  if (route.ipv6()) {
+  if (ipv6) {
     Ipv6Hdr ip;
     ip.traffic_class =
         static_cast<std::uint8_t>(route.dscp << 2 | static_cast<unsigned>(route.ecn));
@@ -81,6 +82,12 @@ std::size_t build_roce_frame(Bytes out, const RoceRoute& route, const Bth& bth,
   const std::size_t l3 = route.l3_offset();
   const std::size_t icrc_at = frame_len - kIcrcSize;
   icrc_store(out.data() + icrc_at, icrc_compute(ConstBytes(out.data() + l3, icrc_at - l3)));
+  if (route.ipv6()) {
+    const std::size_t udp = l3 + Ipv6Hdr::kSize;
+    const ConstBytes datagram(out.data() + udp, frame_len - udp);
+    store_be16(out.data() + udp + 6, udp6_checksum(route.src_ip, route.dst_ip,
+                                                   std::span<const ConstBytes>(&datagram, 1)));
+  }
   return frame_len;
 }
 

@@ -18,8 +18,10 @@ struct UdpHdr {
 
   std::uint16_t src_port = 0;
   std::uint16_t dst_port = kRoceV2Port;
-  std::uint16_t length = 0;    ///< header + payload
-  std::uint16_t checksum = 0;  ///< RoCEv2 sends 0 (rxe); ICRC protects it
+  std::uint16_t length = 0;  ///< header + payload
+  /// 0 over IPv4, as rxe and ConnectX NICs send it (the ICRC protects the
+  /// packet); computed over IPv6, where RFC 8200 forbids 0.
+  std::uint16_t checksum = 0;
 
   static UdpHdr parse(const std::uint8_t* p) {
     return {load_be16(p), load_be16(p + 2), load_be16(p + 4), load_be16(p + 6)};

@@ -150,6 +150,25 @@ TEST(Udp, SourcePortIsFlowEntropyInTheEphemeralRange) {
   EXPECT_EQ(flow_label_to_udp_sport(0x03FFF), 0xFFFF);
 }
 
+TEST(Udp, Ipv6ChecksumVerifiesAndIsTheSameOverAnyChain) {
+  std::mt19937_64 rng(9);
+  const RoceRoute route = test::sample_route(true);
+  const auto frame = test::build_frame(
+      route, test::sample_packet(static_cast<std::uint8_t>(Opcode::kRcSendOnly), rng));
+  const std::size_t udp = route.l3_offset() + Ipv6Hdr::kSize;
+  const std::uint16_t sent = load_be16(frame.data() + udp + 6);
+  EXPECT_NE(sent, 0) << "RFC 8200 forbids a zero UDP checksum over IPv6";
+
+  std::vector<std::uint8_t> datagram(frame.begin() + static_cast<long>(udp), frame.end());
+  datagram[6] = datagram[7] = 0;
+  const ConstBytes whole(datagram);
+  EXPECT_EQ(udp6_checksum(route.src_ip, route.dst_ip, std::span(&whole, 1)), sent);
+  // Odd-sized segments put bytes at odd offsets of the 16-bit sum.
+  const ConstBytes parts[] = {whole.first(3), whole.subspan(3, 0), whole.subspan(3, 7),
+                              whole.subspan(10)};
+  EXPECT_EQ(udp6_checksum(route.src_ip, route.dst_ip, parts), sent);
+}
+
 TEST(Mtu, EnumAndLinkMtu) {
   EXPECT_EQ(mtu_bytes(Mtu::k1024), 1024u);
   EXPECT_EQ(mtu_from_code(3), Mtu::k1024);
