@@ -114,6 +114,7 @@ DropReason parse_roce_frame(ConstBytes frame, RocePacket& pkt) {
   if (icrc_compute(frame.subspan(l3, icrc_off - l3)) != pkt.icrc) return DropReason::kBadIcrc;
 
   pkt.ext = ExtHeaders::parse(info, bth);
+  pkt.frame = frame;
   pkt.payload = frame.subspan(bth_off + info.length, payload_with_pad - pkt.bth.pad_count);
   return DropReason::kNone;
 }

@@ -88,6 +88,7 @@ struct RocePacket {
   const OpcodeInfo* info = nullptr;
   ExtHeaders ext;
 
+  ConstBytes frame;    ///< the whole frame this packet was parsed from
   ConstBytes payload;  ///< without the pad
   std::uint32_t icrc = 0;
 

@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// The completer: acknowledgements and responses become completions; NAKs,
+// skipped responses and timeouts become go-back-N retries (rxe_comp.c).
+
+#include <algorithm>
+#include <cstring>
+
+#include "transport/qp.h"
+
+namespace uroce::transport {
+
+using wire::AethType;
+using wire::NakCode;
+using wire::Psn;
+
+void Qp::complete_local_done() {
+  // UC and UD WQEs complete once their last packet is out, in order.
+  std::uint64_t head = sq_head_.load(std::memory_order_relaxed);
+  while (head != req_.wqe && sq_at(head).done) {
+    complete_send(sq_at(head), WcStatus::kSuccess);
+    sq_head_.store(++head, std::memory_order_release);
+  }
+}
+
+void Qp::progress(Nanos now) {
+  // Forward progress resets the retry budgets (IBA 9.7.5.2.8) and pushes
+  // the local ACK timeout back.
+  comp_.retry_cnt = attr_.retry_cnt;
+  comp_.rnr_retry = attr_.rnr_retry;
+  comp_.nak_retry_pending = false;
+  comp_.rto_deadline = 0;
+  if (comp_.psn != req_.psn || sq_head_.load(std::memory_order_relaxed) != req_.wqe)
+    arm_retransmit(now);
+}
+
+bool Qp::complete_acked(Psn psn, bool inclusive, Nanos now) {
+  // Every SEND or WRITE whose last PSN the acknowledgement covers is done
+  // (an implicit ACK, IBA 9.7.5.1.2). A READ or ATOMIC it covers whose
+  // responses never came means they were lost: an implied NAK.
+  std::uint64_t head = sq_head_.load(std::memory_order_relaxed);
+  bool moved = false;
+  while (head != sq_tail()) {
+    SendWqe& wqe = sq_at(head);
+    if (!wqe.started) break;
+    const bool covered = inclusive ? !wqe.last_psn.after(psn) : wqe.last_psn.before(psn);
+    if (!covered) break;
+    if (is_rd_atomic(wqe.wr.opcode)) {
+      counters_.inc(Counter::kImpliedNakSeqErr);
+      retry(comp_.psn, /*rnr=*/false, now);
+      return moved;
+    }
+    complete_send(wqe, WcStatus::kSuccess);
+    sq_head_.store(++head, std::memory_order_release);
+    comp_.psn = wqe.last_psn + 1;
+    moved = true;
+  }
+  return moved;
+}
+
+void Qp::fail_head(WcStatus status) {
+  // The WQE at the head fails with `status`; the QP enters the error
+  // state and every other WQE is flushed (IBA 10.7.3).
+  const std::uint64_t head = sq_head_.load(std::memory_order_relaxed);
+  if (head != sq_tail()) {
+    complete_send(sq_at(head), status);
+    sq_head_.store(head + 1, std::memory_order_release);
+  }
+  if (status == WcStatus::kRetryExcErr) counters_.inc(Counter::kRetryExceededErr);
+  if (status == WcStatus::kRnrRetryExcErr) counters_.inc(Counter::kRetryRnrExceededErr);
+  enter_error();
+}
+
+void Qp::retry(Psn from, bool rnr, Nanos now) {
+  std::uint8_t& budget = rnr ? comp_.rnr_retry : comp_.retry_cnt;
+  // rnr_retry 7 means retry forever (IBA 9.7.5.2.8); retry_cnt 7 does not
+  // (rxe treats it as infinite too; the spec does not).
+  if (!(rnr && budget == 7)) {
+    if (budget == 0) {
+      fail_head(rnr ? WcStatus::kRnrRetryExcErr : WcStatus::kRetryExcErr);
+      return;
+    }
+    --budget;
+  }
+  go_back_n(from);
+  comp_.rto_deadline = 0;
+  if (!rnr) arm_retransmit(now);
+}
+
+void Qp::on_read_response(const wire::RocePacket& pkt, SendWqe& wqe, Nanos now) {
+  const Psn psn = pkt.bth.psn;
+  if (psn.before(comp_.psn)) return;  // a duplicate: already placed
+  if (psn.after(comp_.psn)) {
+    // A response went missing: ask again from the first one absent.
+    counters_.inc(Counter::kImpliedNakSeqErr);
+    retry(comp_.psn, /*rnr=*/false, now);
+    return;
+  }
+  const std::uint32_t offset = static_cast<std::uint32_t>(psn - wqe.first_psn) * mtu();
+  const bool last = psn == wqe.last_psn;
+  const std::uint32_t expect = last ? wqe.length - offset : mtu();
+  // A restarted READ's responses begin again with FIRST (or ONLY) at the
+  // PSN it resumed from, so only the end of the stream is checked.
+  if (offset > wqe.length || pkt.payload.size() != expect || last != pkt.info->ends_message()) {
+    fail_head(WcStatus::kBadRespErr);
+    return;
+  }
+  // Scatter into the local SGL; the local MR must grant write access.
+  std::uint32_t skip = offset;
+  std::uint32_t done = 0;
+  for (std::uint32_t i = 0; i < wqe.wr.num_sge && done < expect; ++i) {
+    const Sge& sge = wqe.wr.sg_list[i];
+    if (skip >= sge.length) {
+      skip -= sge.length;
+      continue;
+    }
+    const std::uint32_t n = std::min(sge.length - skip, expect - done);
+    const MemRef ref = memory_->local(sge.lkey, sge.addr + skip, n, access::kLocalWrite);
+    if (!ref) {
+      fail_head(WcStatus::kLocProtErr);
+      return;
+    }
+    std::memcpy(ref.ptr, pkt.payload.data() + done, n);
+    done += n;
+    skip = 0;
+  }
+  comp_.psn = psn + 1;
+  if (last) {
+    complete_send(wqe, WcStatus::kSuccess);
+    --req_.rd_atomic;
+    sq_head_.store(sq_head_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  }
+  progress(now);
+}
+
+void Qp::on_atomic_ack(const wire::RocePacket& pkt, SendWqe& wqe, Nanos now) {
+  if (pkt.bth.psn != wqe.first_psn) return;
+  const Sge& sge = wqe.wr.sg_list[0];
+  const MemRef ref = memory_->local(sge.lkey, sge.addr, 8, access::kLocalWrite);
+  if (!ref) {
+    fail_head(WcStatus::kLocProtErr);
+    return;
+  }
+  // The original remote value lands in host order, as verbs defines it.
+  const std::uint64_t orig = pkt.ext.atomic_ack_eth.orig_remote_data;
+  std::memcpy(ref.ptr, &orig, 8);
+  comp_.psn = wqe.first_psn + 1;
+  complete_send(wqe, WcStatus::kSuccess);
+  --req_.rd_atomic;
+  sq_head_.store(sq_head_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  progress(now);
+}
+
+void Qp::on_nak(const wire::RocePacket& pkt, Nanos now) {
+  const wire::AethSyndrome syn = pkt.ext.aeth.syndrome;
+  const Psn psn = pkt.bth.psn;
+  // Everything before the NAK's PSN was executed (IBA 9.7.5.1.3).
+  if (complete_acked(psn, /*inclusive=*/false, now)) progress(now);
+  if (state() == QpState::kErr) return;
+  if (syn.type == AethType::kRnrNak) {
+    counters_.inc(Counter::kRcvdRnrErr);
+    // Wait what the responder asked (its min_rnr_timer), then resend.
+    comp_.rnr_until = now + Nanos{wire::rnr_timer_usec(syn.value)} * 1000;
+    comp_.rto_deadline = 0;
+    retry(psn, /*rnr=*/true, now);
+    return;
+  }
+  switch (syn.nak_code()) {
+    case NakCode::kPsnSequenceError:
+      counters_.inc(Counter::kRcvdSeqErr);
+      // One retry per gap: a duplicated NAK does not restart again.
+      if (comp_.nak_retry_pending && comp_.nak_retry_psn == psn) return;
+      comp_.nak_retry_pending = true;
+      comp_.nak_retry_psn = psn;
+      retry(psn, /*rnr=*/false, now);
+      return;
+    case NakCode::kInvalidRequest:
+      fail_head(WcStatus::kRemInvReqErr);
+      return;
+    case NakCode::kRemoteAccessError:
+      fail_head(WcStatus::kRemAccessErr);
+      return;
+    case NakCode::kRemoteOperationalError:
+    default:
+      fail_head(WcStatus::kRemOpErr);
+      return;
+  }
+}
+
+void Qp::completer_receive(const wire::RocePacket& pkt, Nanos now) {
+  if (type_ != QpType::kRc) return;
+  const Psn psn = pkt.bth.psn;
+  // A response to nothing sent yet, or to something long acknowledged, is
+  // a ghost (a duplicate or a packet from an earlier life of the QP).
+  if (!psn.before(req_.psn) || psn.before(comp_.psn - 1)) return;
+
+  const wire::Operation op = pkt.info->operation;
+  if (op == wire::Operation::kAcknowledge) {
+    if (pkt.ext.aeth.syndrome.type != AethType::kAck) {
+      on_nak(pkt, now);
+      return;
+    }
+    if (complete_acked(psn, /*inclusive=*/true, now)) progress(now);
+    return;
+  }
+  // READ responses and ATOMIC ACKs implicitly acknowledge what precedes
+  // them.
+  if (complete_acked(psn, /*inclusive=*/false, now)) progress(now);
+  if (state() == QpState::kErr) return;
+  const std::uint64_t head = sq_head_.load(std::memory_order_relaxed);
+  if (head == sq_tail()) return;
+  SendWqe& wqe = sq_at(head);
+  if (!wqe.started || psn.before(wqe.first_psn) || psn.after(wqe.last_psn)) return;
+  const bool want_read = wqe.wr.opcode == WrOpcode::kRdmaRead;
+  const bool is_read = op == wire::Operation::kRdmaReadResponse;
+  if (want_read != is_read || (!want_read && !is_rd_atomic(wqe.wr.opcode))) {
+    // A response of the wrong kind for the request at its PSN.
+    fail_head(WcStatus::kBadRespErr);
+    return;
+  }
+  if (is_read) {
+    on_read_response(pkt, wqe, now);
+  } else {
+    on_atomic_ack(pkt, wqe, now);
+  }
+}
+
+}  // namespace uroce::transport

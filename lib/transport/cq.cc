@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "transport/cq.h"
+
+namespace uroce::transport {
+
+Cq::Cq(std::uint32_t depth) : ring_(depth == 0 ? 1 : depth) {}
+
+bool Cq::push(const Wc& wc) {
+  const std::uint64_t tail = tail_.load(std::memory_order_relaxed);
+  if (tail - head_.load(std::memory_order_acquire) >= ring_.size()) {
+    overflowed_.store(true, std::memory_order_relaxed);
+    return false;
+  }
+  ring_[tail % ring_.size()] = wc;
+  // Release: the consumer sees the entry, and the payload it describes,
+  // before it sees the new tail.
+  tail_.store(tail + 1, std::memory_order_release);
+  return true;
+}
+
+std::uint32_t Cq::poll(Wc* out, std::uint32_t max) {
+  const std::uint64_t head = head_.load(std::memory_order_relaxed);
+  const std::uint64_t tail = tail_.load(std::memory_order_acquire);
+  std::uint32_t n = 0;
+  while (n < max && head + n < tail) {
+    out[n] = ring_[(head + n) % ring_.size()];
+    ++n;
+  }
+  head_.store(head + n, std::memory_order_release);
+  return n;
+}
+
+std::uint32_t Cq::size() const {
+  return static_cast<std::uint32_t>(tail_.load(std::memory_order_acquire) -
+                                    head_.load(std::memory_order_acquire));
+}
+
+}  // namespace uroce::transport

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#pragma once
+
+// A completion queue: a ring of work completions, written by the engine
+// thread and read by the program (single producer, single consumer).
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "transport/types.h"
+
+namespace uroce::transport {
+
+class Cq {
+ public:
+  /// A CQ holding up to `depth` completions.
+  explicit Cq(std::uint32_t depth);
+
+  /// Adds a completion; false when the CQ is full (the CQ overflowed: the
+  /// QP that completes into it goes to the error state, IBA 11.4.2.1).
+  bool push(const Wc& wc);
+
+  /// Takes up to `max` completions, oldest first; returns how many.
+  std::uint32_t poll(Wc* out, std::uint32_t max);
+
+  std::uint32_t depth() const { return static_cast<std::uint32_t>(ring_.size()); }
+  /// Completions waiting (a snapshot).
+  std::uint32_t size() const;
+  bool overflowed() const { return overflowed_.load(std::memory_order_relaxed); }
+
+ private:
+  std::vector<Wc> ring_;
+  // Free-running indices; the slot is index % depth.
+  alignas(64) std::atomic<std::uint64_t> head_{0};  // consumer
+  alignas(64) std::atomic<std::uint64_t> tail_{0};  // producer
+  std::atomic<bool> overflowed_{false};
+};
+
+}  // namespace uroce::transport

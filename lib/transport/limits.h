@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#pragma once
+
+// Every limit of the transport in one place (as rxe's rxe_param.h). The
+// verbs layer reports these as device attributes.
+
+#include <cstdint>
+
+namespace uroce::transport {
+
+inline constexpr std::uint32_t kMaxSge = 32;                ///< per send or receive WR
+inline constexpr std::uint32_t kMaxInlineData = 256;        ///< bytes copied into a send WQE
+inline constexpr std::uint32_t kMaxQpWr = 16384;            ///< send or receive queue depth
+inline constexpr std::uint32_t kMaxRdAtomic = 128;          ///< max_rd_atomic / max_dest_rd_atomic
+inline constexpr std::uint32_t kMaxMessageSize = 1u << 31;  ///< IBA C9-94: RETH DMA length
+
+/// Packets a requester may have sent and not seen acknowledged; go-back-N
+/// resends all of them after a loss, so this bounds the cost of one loss.
+inline constexpr std::uint32_t kMaxUnackedPsns = 256;
+
+/// A requester sets AckReq at least this often inside long messages, so
+/// the responder acknowledges, and the send window keeps moving.
+inline constexpr std::uint32_t kAckReqEveryPackets = 64;
+
+/// The responder acknowledges at least every this many packets even when
+/// no AckReq asks for it (ACK coalescing bound).
+inline constexpr std::uint32_t kAckCoalesceMax = 16;
+
+/// UD receives carry a 40-byte GRH ahead of the payload (IBA 11.4.1.1).
+inline constexpr std::uint32_t kGrhSize = 40;
+
+static_assert(kMaxUnackedPsns < (1u << 23), "must stay far inside the PSN half-space");
+static_assert(kAckReqEveryPackets <= kMaxUnackedPsns / 2,
+              "AckReq must come well before the window closes");
+
+}  // namespace uroce::transport

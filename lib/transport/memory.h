@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#pragma once
+
+// How the transport reaches memory: only through registered regions,
+// looked up by key with bounds and access checks. lib/verbs implements
+// this over its MR table; the transport never dereferences an address it
+// did not get from here.
+
+#include <cstdint>
+
+namespace uroce::transport {
+
+/// Why a memory lookup failed.
+enum class MemError : std::uint8_t {
+  kNone,
+  kBadKey,  ///< no such key, or not in this QP's protection domain
+  kBounds,  ///< the range leaves the region
+  kAccess,  ///< the region does not grant the access asked for
+};
+
+/// A resolved range: host memory the caller may touch for `length` bytes.
+struct MemRef {
+  std::uint8_t* ptr = nullptr;
+  MemError error = MemError::kNone;
+
+  explicit operator bool() const { return error == MemError::kNone; }
+};
+
+/// The memory a QP may reach: its protection domain's regions.
+class MemoryAccess {
+ public:
+  virtual ~MemoryAccess() = default;
+
+  /// Resolves [addr, addr + length) of the region behind a local key, for
+  /// the `access` flags asked (0 for reading, access::kLocalWrite to write).
+  virtual MemRef local(std::uint32_t lkey, std::uint64_t addr, std::uint64_t length,
+                       unsigned access) = 0;
+
+  /// Resolves a remote peer's request on the region behind `rkey`;
+  /// `access` holds the access::kRemote* flag the operation needs.
+  virtual MemRef remote(std::uint32_t rkey, std::uint64_t va, std::uint64_t length,
+                        unsigned access) = 0;
+
+  /// Invalidates a remote key (SEND_WITH_INV arriving); false if the key
+  /// may not be invalidated.
+  virtual bool invalidate(std::uint32_t rkey) = 0;
+};
+
+}  // namespace uroce::transport

@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// The QP's state machine, posting, completion and flushing.
+
+#include "transport/qp.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace uroce::transport {
+
+using wire::Psn;
+
+namespace {
+
+bool opcode_allowed(QpType type, WrOpcode op) {
+  switch (op) {
+    case WrOpcode::kSend:
+    case WrOpcode::kSendWithImm:
+      return true;
+    case WrOpcode::kRdmaWrite:
+    case WrOpcode::kRdmaWriteWithImm:
+      return type != QpType::kUd;
+    case WrOpcode::kRdmaRead:
+    case WrOpcode::kAtomicCmpAndSwp:
+    case WrOpcode::kAtomicFetchAndAdd:
+    case WrOpcode::kSendWithInv:
+      return type == QpType::kRc;
+    case WrOpcode::kLocalInv:
+    case WrOpcode::kBindMw:
+      return false;  // memory windows and local invalidate are not offered
+  }
+  return false;
+}
+
+WcOpcode wc_opcode_of(WrOpcode op) {
+  switch (op) {
+    case WrOpcode::kRdmaWrite:
+    case WrOpcode::kRdmaWriteWithImm:
+      return WcOpcode::kRdmaWrite;
+    case WrOpcode::kRdmaRead:
+      return WcOpcode::kRdmaRead;
+    case WrOpcode::kAtomicCmpAndSwp:
+      return WcOpcode::kCompSwap;
+    case WrOpcode::kAtomicFetchAndAdd:
+      return WcOpcode::kFetchAdd;
+    case WrOpcode::kLocalInv:
+      return WcOpcode::kLocalInv;
+    case WrOpcode::kBindMw:
+      return WcOpcode::kBindMw;
+    default:
+      return WcOpcode::kSend;
+  }
+}
+
+// P_Keys match when their low 15 bits agree and at least one of the two is
+// a full member (IBA 10.9.3; rxe's pkey_match).
+bool pkey_match(std::uint16_t a, std::uint16_t b) {
+  return (a & 0x7FFF) == (b & 0x7FFF) && ((a | b) & 0x8000);
+}
+
+}  // namespace
+
+Qp::Qp(const QpInit& init)
+    : type_(init.type),
+      qpn_(init.qpn),
+      sq_sig_all_(init.sq_sig_all),
+      max_send_sge_(std::min(init.max_send_sge, kMaxSge)),
+      max_inline_(std::min(init.max_inline_data, kMaxInlineData)),
+      send_cq_(init.send_cq),
+      recv_cq_(init.recv_cq),
+      rq_(init.srq ? init.srq : &own_rq_),
+      own_rq_(init.srq ? 1 : init.max_recv_wr, std::min(init.max_recv_sge, kMaxSge)),
+      memory_(init.memory),
+      gate_(init.gate),
+      congestion_(init.congestion),
+      sq_(std::max<std::uint32_t>(init.max_send_wr, 1)) {}
+
+std::uint32_t Qp::packets_of(const SendWqe& wqe) const {
+  switch (wqe.wr.opcode) {
+    case WrOpcode::kAtomicCmpAndSwp:
+    case WrOpcode::kAtomicFetchAndAdd:
+      return 1;
+    default:
+      // A zero-length message is still one packet (IBA 9.7.1: one PSN).
+      return std::max<std::uint32_t>(1, (wqe.length + mtu() - 1) / mtu());
+  }
+}
+
+bool Qp::transition_allowed(QpState from, QpState to, unsigned mask) const {
+  using namespace attr_mask;
+  // Required attributes per transition and QP type (IBA 11.2.4.2 Table 92,
+  // as the kernel's ib_modify_qp_is_ok encodes it).
+  const bool rc = type_ == QpType::kRc;
+  const bool ud = type_ == QpType::kUd;
+  unsigned required = 0;
+  if (to == QpState::kReset || to == QpState::kErr) return true;
+  if (from == QpState::kReset && to == QpState::kInit) {
+    required = kPkeyIndex | kPort | (ud ? kQkey : kAccessFlags);
+  } else if (from == QpState::kInit && to == QpState::kInit) {
+    required = 0;
+  } else if (from == QpState::kInit && to == QpState::kRtr) {
+    if (!ud) required = kAv | kPathMtu | kDestQpn | kRqPsn;
+    if (rc) required |= kMaxDestRdAtomic | kMinRnrTimer;
+  } else if (from == QpState::kRtr && to == QpState::kRts) {
+    required = kSqPsn;
+    if (rc) required |= kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic;
+  } else if ((from == QpState::kRts || from == QpState::kSqd || from == QpState::kSqe) &&
+             to == QpState::kRts) {
+    required = 0;
+  } else if ((from == QpState::kRts || from == QpState::kSqd) && to == QpState::kSqd) {
+    required = 0;
+  } else {
+    return false;
+  }
+  return (mask & required) == required;
+}
+
+int Qp::modify(const QpAttr& a, unsigned mask, Nanos /*now*/) {
+  using namespace attr_mask;
+  const QpState from = state();
+  const QpState to = (mask & kState) ? a.qp_state : from;
+  if (!transition_allowed(from, to, mask)) return EINVAL;
+  if ((mask & kRetryCnt) && a.retry_cnt > 7) return EINVAL;
+  if ((mask & kRnrRetry) && a.rnr_retry > 7) return EINVAL;
+  if ((mask & kMinRnrTimer) && a.min_rnr_timer > 31) return EINVAL;
+  if ((mask & kTimeout) && a.timeout > 31) return EINVAL;
+  if ((mask & kMaxQpRdAtomic) && a.max_rd_atomic > kMaxRdAtomic) return EINVAL;
+  if ((mask & kMaxDestRdAtomic) && a.max_dest_rd_atomic > kMaxRdAtomic) return EINVAL;
+  if ((mask & kPathMtu) && !wire::mtu_from_code(static_cast<unsigned>(a.path_mtu))) return EINVAL;
+  if ((mask & kAv) && type_ != QpType::kUd && a.route.src_ip.is_v4() != a.route.dst_ip.is_v4())
+    return EINVAL;
+
+  if (mask & kAccessFlags) attr_.qp_access_flags = a.qp_access_flags;
+  if (mask & kQkey) attr_.qkey = a.qkey;
+  if (mask & kPkeyIndex) attr_.pkey = a.pkey;
+  if (mask & kAv) attr_.route = a.route;
+  if (mask & kPathMtu) attr_.path_mtu = a.path_mtu;
+  if (mask & kDestQpn) attr_.dest_qp_num = a.dest_qp_num & wire::kPsnMask;
+  if (mask & kRqPsn) attr_.rq_psn = a.rq_psn & wire::kPsnMask;
+  if (mask & kSqPsn) attr_.sq_psn = a.sq_psn & wire::kPsnMask;
+  if (mask & kMinRnrTimer) attr_.min_rnr_timer = a.min_rnr_timer;
+  if (mask & kTimeout) attr_.timeout = a.timeout;
+  if (mask & kRetryCnt) attr_.retry_cnt = a.retry_cnt;
+  if (mask & kRnrRetry) attr_.rnr_retry = a.rnr_retry;
+  if (mask & kMaxQpRdAtomic) attr_.max_rd_atomic = a.max_rd_atomic;
+  if (mask & kMaxDestRdAtomic) attr_.max_dest_rd_atomic = a.max_dest_rd_atomic;
+
+  if (to == QpState::kReset) {
+    reset_state();
+  } else if (to == QpState::kErr) {
+    enter_error();
+  } else if (from == QpState::kInit && to == QpState::kRtr) {
+    resp_.epsn = Psn(attr_.rq_psn);
+    res_.assign(attr_.max_dest_rd_atomic, RespResource{});
+    res_next_ = 0;
+    // Room for one job per responder resource plus ACKs and NAKs between.
+    jobs_.assign(2 * attr_.max_dest_rd_atomic + 4, RespJob{});
+    jobs_head_ = jobs_count_ = 0;
+  } else if (from == QpState::kRtr && to == QpState::kRts) {
+    req_.psn = comp_.psn = Psn(attr_.sq_psn);
+  }
+  if (mask & kRetryCnt) comp_.retry_cnt = attr_.retry_cnt;
+  if (mask & kRnrRetry) comp_.rnr_retry = attr_.rnr_retry;
+  if (to != QpState::kErr) attr_.qp_state = to;
+  if (to != QpState::kErr) state_.store(to, std::memory_order_release);
+  return 0;
+}
+
+void Qp::reset_state() {
+  // RESET discards every WQE without completing it (IBA 10.3.1).
+  sq_head_.store(sq_tail(), std::memory_order_release);
+  RecvWr drop;
+  if (rq_ == &own_rq_) {
+    while (own_rq_.take(drop)) {
+    }
+  }
+  req_ = {};
+  req_.wqe = sq_tail();
+  comp_ = {};
+  resp_ = {};
+  res_.clear();
+  jobs_.clear();
+  jobs_head_ = jobs_count_ = 0;
+  attr_ = QpAttr{};
+}
+
+int Qp::post_send(const SendWr& wr) {
+  const QpState s = state();
+  if (s == QpState::kReset || s == QpState::kInit || s == QpState::kRtr) return EINVAL;
+  if (wr.num_sge > max_send_sge_ || !opcode_allowed(type_, wr.opcode)) return EINVAL;
+  if (type_ == QpType::kUd && wr.ud.route == nullptr) return EINVAL;
+
+  std::uint64_t length = 0;
+  for (std::uint32_t i = 0; i < wr.num_sge; ++i) length += wr.sg_list[i].length;
+  if (length > kMaxMessageSize) return EINVAL;
+  const bool atomic =
+      wr.opcode == WrOpcode::kAtomicCmpAndSwp || wr.opcode == WrOpcode::kAtomicFetchAndAdd;
+  if (atomic && (wr.num_sge != 1 || wr.sg_list[0].length < 8)) return EINVAL;
+  const bool inl =
+      (wr.send_flags & send_flags::kInline) && !atomic && wr.opcode != WrOpcode::kRdmaRead;
+  if (inl && length > max_inline_) return EINVAL;
+
+  const std::uint64_t tail = sq_tail_.load(std::memory_order_relaxed);
+  if (tail - sq_head_.load(std::memory_order_acquire) >= sq_.size()) return ENOMEM;
+  SendWqe& wqe = sq_at(tail);
+  wqe = SendWqe{};
+  wqe.wr = wr;
+  wqe.length = static_cast<std::uint32_t>(length);
+  if (inl) {
+    // Inline data is copied now, from the program's own buffers: their
+    // lkeys are not consulted (IBV_SEND_INLINE).
+    for (std::uint32_t i = 0; i < wr.num_sge; ++i) {
+      std::memcpy(wqe.inline_data.data() + wqe.inline_len,
+                  reinterpret_cast<const void*>(wr.sg_list[i].addr), wr.sg_list[i].length);
+      wqe.inline_len += wr.sg_list[i].length;
+    }
+  }
+  if (atomic) wqe.length = 8;
+  sq_tail_.store(tail + 1, std::memory_order_release);
+  return 0;
+}
+
+int Qp::post_recv(const RecvWr& wr) {
+  if (rq_ != &own_rq_) return EINVAL;  // the QP takes from an SRQ
+  if (state() == QpState::kReset) return EINVAL;
+  return own_rq_.post(wr);
+}
+
+void Qp::complete_send(const SendWqe& wqe, WcStatus status) {
+  const bool signaled = sq_sig_all_ || (wqe.wr.send_flags & send_flags::kSignaled);
+  // Error completions are generated even for unsignaled WRs (IBA 10.7.3.1).
+  if (status == WcStatus::kSuccess && !signaled) return;
+  if (status != WcStatus::kSuccess) counters_.inc(Counter::kSendErr);
+  Wc wc;
+  wc.wr_id = wqe.wr.wr_id;
+  wc.status = status;
+  wc.opcode = wc_opcode_of(wqe.wr.opcode);
+  wc.byte_len = wqe.length;
+  wc.qp_num = qpn_;
+  if (!send_cq_ || !send_cq_->push(wc)) {
+    if (state() != QpState::kErr) enter_error();
+  }
+}
+
+void Qp::complete_recv(const RecvWr& wr, WcStatus status, WcOpcode opcode, std::uint32_t byte_len,
+                       unsigned flags, std::uint32_t imm, std::uint32_t src_qp) {
+  Wc wc;
+  wc.wr_id = wr.wr_id;
+  wc.status = status;
+  wc.opcode = opcode;
+  wc.byte_len = byte_len;
+  wc.wc_flags = flags;
+  wc.imm_data = imm;
+  wc.qp_num = qpn_;
+  wc.src_qp = src_qp;
+  if (!recv_cq_ || !recv_cq_->push(wc)) {
+    if (state() != QpState::kErr) enter_error();
+  }
+}
+
+void Qp::enter_error() {
+  state_.store(QpState::kErr, std::memory_order_release);
+  attr_.qp_state = QpState::kErr;
+  comp_.rto_deadline = 0;
+  comp_.rnr_until = 0;
+  flush();
+}
+
+void Qp::flush() {
+  // Every WQE still queued completes with IBV_WC_WR_FLUSH_ERR, signaled or
+  // not (IBA 10.3.1: the error state); only wr_id, status, opcode and
+  // qp_num mean anything in them.
+  std::uint64_t head = sq_head_.load(std::memory_order_relaxed);
+  const std::uint64_t tail = sq_tail();
+  for (; head != tail; ++head) {
+    complete_send(sq_at(head), WcStatus::kWrFlushErr);
+    sq_head_.store(head + 1, std::memory_order_release);
+  }
+  req_.wqe = head;
+  jobs_count_ = 0;
+  if (resp_.recv_taken) {
+    complete_recv(resp_.recv, WcStatus::kWrFlushErr, WcOpcode::kRecv, 0, 0, 0, 0);
+    resp_.recv_taken = false;
+  }
+  if (rq_ == &own_rq_) {
+    RecvWr wr;
+    while (own_rq_.take(wr)) complete_recv(wr, WcStatus::kWrFlushErr, WcOpcode::kRecv, 0, 0, 0, 0);
+  }
+}
+
+void Qp::receive(const wire::RocePacket& pkt, Nanos now) {
+  const QpState s = state();
+  const wire::OpcodeInfo& info = *pkt.info;
+  if (info.operation == wire::Operation::kCnp) {
+    if (congestion_) congestion_->on_cnp(qpn_, now);
+    return;
+  }
+  const bool request = info.is_request();
+  // Requests need RTR or later; responses need RTS or SQD (IBA 10.3.1).
+  const bool state_ok = request ? (s == QpState::kRtr || s == QpState::kRts || s == QpState::kSqd)
+                                : (s == QpState::kRts || s == QpState::kSqd);
+  const wire::Transport want = type_ == QpType::kRc   ? wire::Transport::kRc
+                               : type_ == QpType::kUc ? wire::Transport::kUc
+                                                      : wire::Transport::kUd;
+  if (!state_ok || wire::transport_of(pkt.bth.opcode) != want ||
+      !pkey_match(pkt.bth.pkey, attr_.pkey) ||
+      (type_ != QpType::kUd && pkt.src_ip != attr_.route.dst_ip)) {
+    counters_.inc(Counter::kDroppedInvalid);
+    return;
+  }
+  counters_.inc(Counter::kRcvdPkts);
+  if (pkt.ecn == wire::Ecn::kCe) {
+    counters_.inc(Counter::kEcnMarkedPkts);
+    if (congestion_) congestion_->on_ce_marked(qpn_, pkt, now);
+  }
+  if (request) {
+    responder_receive(pkt, now);
+  } else {
+    completer_receive(pkt, now);
+  }
+}
+
+std::uint32_t Qp::transmit(TxSink& sink, std::uint32_t budget, Nanos now) {
+  if (state() == QpState::kErr) {
+    flush();
+    return 0;
+  }
+  std::uint32_t sent = 0;
+  while (sent < budget) {
+    if (responder_send_one(sink, now) || requester_send_one(sink, now)) {
+      ++sent;
+    } else {
+      break;
+    }
+  }
+  complete_local_done();
+  return sent;
+}
+
+bool Qp::has_work(Nanos now) const {
+  const QpState s = state();
+  if (s == QpState::kErr) return sq_head_.load(std::memory_order_relaxed) != sq_tail();
+  if (jobs_count_ > 0) return true;
+  if (s != QpState::kRts) return false;
+  if (req_.wqe == sq_tail()) return false;
+  if (comp_.rnr_until != 0 && now < comp_.rnr_until) return false;
+  if (req_.gate_retry_at != 0 && now < req_.gate_retry_at) return false;
+  if (type_ == QpType::kRc && static_cast<std::uint32_t>(req_.psn - comp_.psn) >= kMaxUnackedPsns)
+    return false;
+  return true;
+}
+
+Nanos Qp::next_deadline() const {
+  Nanos d = 0;
+  for (Nanos t : {comp_.rto_deadline, comp_.rnr_until, req_.gate_retry_at}) {
+    if (t != 0 && (d == 0 || t < d)) d = t;
+  }
+  return d;
+}
+
+void Qp::on_timer(Nanos now) {
+  if (req_.gate_retry_at != 0 && now >= req_.gate_retry_at) req_.gate_retry_at = 0;
+  if (comp_.rnr_until != 0 && now >= comp_.rnr_until) {
+    comp_.rnr_until = 0;
+    arm_retransmit(now);
+  }
+  if (comp_.rto_deadline != 0 && now >= comp_.rto_deadline) {
+    comp_.rto_deadline = 0;
+    const bool outstanding =
+        sq_head_.load(std::memory_order_relaxed) != req_.wqe || comp_.psn != req_.psn;
+    if (!outstanding || state() == QpState::kErr) return;
+    counters_.inc(Counter::kLocalAckTimeoutErr);
+    retry(comp_.psn, /*rnr=*/false, now);
+  }
+}
+
+}  // namespace uroce::transport

@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#pragma once
+
+// A queue pair: the transport's unit of state. One class, its methods split
+// by concern over files as rxe splits its engines:
+//   qp.cc         state machine, posting, completions, flushing
+//   requester.cc  work requests -> request packets (rxe_req.c)
+//   responder.cc  request packets -> execution, ACKs, read responses (rxe_resp.c)
+//   completer.cc  ACKs and responses -> completions, go-back-N (rxe_comp.c)
+//
+// Threading: post_send/post_recv may run on the program's thread while
+// everything else runs on the engine thread; the send and receive queues
+// are single-producer single-consumer rings between the two. Every method
+// whose name does not start with post_ belongs to the engine thread.
+// Time is a parameter (Nanos) everywhere: the QP has no clock.
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "transport/counters.h"
+#include "transport/cq.h"
+#include "transport/memory.h"
+#include "transport/recv_queue.h"
+#include "transport/tx.h"
+#include "transport/types.h"
+#include "wire/psn.h"
+#include "wire/roce_parser.h"
+
+namespace uroce::transport {
+
+/// ibv_qp_attr_mask bits (IBV_QP_*).
+namespace attr_mask {
+inline constexpr unsigned kState = 1 << 0;
+inline constexpr unsigned kCurState = 1 << 1;
+inline constexpr unsigned kEnSqdAsyncNotify = 1 << 2;
+inline constexpr unsigned kAccessFlags = 1 << 3;
+inline constexpr unsigned kPkeyIndex = 1 << 4;
+inline constexpr unsigned kPort = 1 << 5;
+inline constexpr unsigned kQkey = 1 << 6;
+inline constexpr unsigned kAv = 1 << 7;
+inline constexpr unsigned kPathMtu = 1 << 8;
+inline constexpr unsigned kTimeout = 1 << 9;
+inline constexpr unsigned kRetryCnt = 1 << 10;
+inline constexpr unsigned kRnrRetry = 1 << 11;
+inline constexpr unsigned kRqPsn = 1 << 12;
+inline constexpr unsigned kMaxQpRdAtomic = 1 << 13;
+inline constexpr unsigned kAltPath = 1 << 14;
+inline constexpr unsigned kMinRnrTimer = 1 << 15;
+inline constexpr unsigned kSqPsn = 1 << 16;
+inline constexpr unsigned kMaxDestRdAtomic = 1 << 17;
+inline constexpr unsigned kPathMigState = 1 << 18;
+inline constexpr unsigned kCap = 1 << 19;
+inline constexpr unsigned kDestQpn = 1 << 20;
+}  // namespace attr_mask
+
+/// The attributes modify_qp sets (the fields of ibv_qp_attr the transport
+/// uses). The route is the address vector already resolved to Ethernet
+/// and IP by the layer above.
+struct QpAttr {
+  QpState qp_state = QpState::kReset;
+  wire::Mtu path_mtu = wire::Mtu::k1024;
+  std::uint32_t qkey = 0;
+  std::uint32_t rq_psn = 0;
+  std::uint32_t sq_psn = 0;
+  std::uint32_t dest_qp_num = 0;
+  unsigned qp_access_flags = 0;
+  std::uint16_t pkey = wire::kDefaultPkey;
+  std::uint8_t max_rd_atomic = 0;
+  std::uint8_t max_dest_rd_atomic = 0;
+  std::uint8_t min_rnr_timer = 0;  ///< RNR NAK timer code (wire/aeth_syndrome.h)
+  std::uint8_t timeout = 0;        ///< local ACK timeout: 4.096 us << timeout; 0 = infinite
+  std::uint8_t retry_cnt = 0;      ///< 0..7
+  std::uint8_t rnr_retry = 0;      ///< 0..7, 7 = infinite
+  wire::RoceRoute route;
+};
+
+/// Sizes a QP is created with.
+struct QpInit {
+  QpType type = QpType::kRc;
+  std::uint32_t qpn = 0;
+  std::uint32_t max_send_wr = 64;
+  std::uint32_t max_send_sge = 1;
+  std::uint32_t max_inline_data = 0;
+  Cq* send_cq = nullptr;
+  Cq* recv_cq = nullptr;
+  RecvQueue* srq = nullptr;  ///< shared receive queue, or null for a QP's own
+  std::uint32_t max_recv_wr = 64;
+  std::uint32_t max_recv_sge = 1;
+  bool sq_sig_all = false;
+  MemoryAccess* memory = nullptr;
+  TxGate* gate = nullptr;                    ///< optional
+  CongestionObserver* congestion = nullptr;  ///< optional
+};
+
+class Qp {
+ public:
+  explicit Qp(const QpInit& init);
+  Qp(const Qp&) = delete;
+  Qp& operator=(const Qp&) = delete;
+
+  std::uint32_t qpn() const { return qpn_; }
+  QpType type() const { return type_; }
+  QpState state() const { return state_.load(std::memory_order_acquire); }
+  const QpAttr& attr() const { return attr_; }
+  const Counters& counters() const { return counters_; }
+
+  /// Moves the QP through the IBA state machine (IBA 10.3.1, the kernel's
+  /// ib_modify_qp_is_ok). Returns 0 or EINVAL for a transition or mask
+  /// the state machine does not allow.
+  int modify(const QpAttr& attr, unsigned mask, Nanos now);
+
+  /// Posts a send WR. Returns 0, EINVAL (bad WR or QP state), or ENOMEM
+  /// (queue full). In the error state the WR completes with
+  /// IBV_WC_WR_FLUSH_ERR, as on hardware.
+  int post_send(const SendWr& wr);
+  /// Posts a receive WR to the QP's own receive queue.
+  int post_recv(const RecvWr& wr);
+
+  /// Delivers a received, validated packet addressed to this QP.
+  void receive(const wire::RocePacket& pkt, Nanos now);
+
+  /// Sends up to `budget` packets (responses first, then requests) and
+  /// returns how many went out. Stops early when the sink is full, the
+  /// window is closed, the gate says wait, or there is nothing to send.
+  std::uint32_t transmit(TxSink& sink, std::uint32_t budget, Nanos now);
+
+  /// True when transmit() would send something now.
+  bool has_work(Nanos now) const;
+
+  /// The next time on_timer() must run (local ACK timeout, RNR wait, gate
+  /// retry), or 0 when no timer is armed.
+  Nanos next_deadline() const;
+  /// Runs the timers due at `now`.
+  void on_timer(Nanos now);
+
+ private:
+  // A send WQE: the WR, inline data, and the requester's and completer's
+  // progress on it.
+  struct SendWqe {
+    SendWr wr;
+    std::uint32_t length = 0;  ///< message length in bytes
+    std::uint32_t inline_len = 0;
+    std::array<std::uint8_t, kMaxInlineData> inline_data{};
+    bool started = false;  ///< PSNs assigned
+    bool sent = false;     ///< every packet (or the READ request) sent at least once
+    bool counted_rd_atomic = false;
+    bool done = false;  ///< completed locally (UC/UD), waiting for the completer
+    wire::Psn first_psn;
+    wire::Psn last_psn;
+  };
+
+  // A responder resource (IBA 9.5, rxe's resp_res): an executed READ or
+  // ATOMIC kept for duplicate requests.
+  struct RespResource {
+    bool valid = false;
+    bool is_read = true;
+    wire::Psn first_psn;
+    wire::Psn last_psn;
+    std::uint64_t va = 0;
+    std::uint32_t rkey = 0;
+    std::uint32_t length = 0;
+    std::uint8_t* data = nullptr;  ///< READ: resolved source
+    std::uint64_t orig_value = 0;  ///< ATOMIC: the value found
+    std::uint32_t msn = 0;
+    std::uint32_t busy = 0;  ///< response jobs still reading it
+  };
+
+  // What the responder sends, in PSN order: ACKs and NAKs, read response
+  // streams, atomic acknowledgements.
+  struct RespJob {
+    enum class Kind : std::uint8_t { kAck, kRead, kAtomicAck } kind = Kind::kAck;
+    wire::Psn psn;    ///< ACK/NAK PSN, or the next read response PSN
+    wire::Psn start;  ///< READ: the PSN this response stream began at
+    wire::AethSyndrome syndrome;
+    std::uint32_t msn = 0;
+    std::uint32_t res = 0;  ///< responder resource index
+  };
+
+  static bool is_rd_atomic(WrOpcode op) {
+    return op == WrOpcode::kRdmaRead || op == WrOpcode::kAtomicCmpAndSwp ||
+           op == WrOpcode::kAtomicFetchAndAdd;
+  }
+
+  // qp.cc
+  bool transition_allowed(QpState from, QpState to, unsigned mask) const;
+  void reset_state();
+  void complete_send(const SendWqe& wqe, WcStatus status);
+  void complete_recv(const RecvWr& wr, WcStatus status, WcOpcode opcode, std::uint32_t byte_len,
+                     unsigned flags, std::uint32_t imm, std::uint32_t src_qp);
+  void enter_error();
+  void flush();
+  SendWqe& sq_at(std::uint64_t index) { return sq_[index % sq_.size()]; }
+  std::uint64_t sq_tail() const { return sq_tail_.load(std::memory_order_acquire); }
+  std::uint32_t mtu() const { return wire::mtu_bytes(attr_.path_mtu); }
+  std::uint32_t packets_of(const SendWqe& wqe) const;
+
+  // requester.cc
+  bool requester_send_one(TxSink& sink, Nanos now);
+  bool build_request(SendWqe& wqe, TxPacket& pkt, std::uint32_t& len, bool& last);
+  bool gather(const SendWqe& wqe, std::uint32_t offset, std::uint32_t len, TxPacket& pkt);
+  void go_back_n(wire::Psn psn);
+  void arm_retransmit(Nanos now);
+
+  // completer.cc
+  void completer_receive(const wire::RocePacket& pkt, Nanos now);
+  bool complete_acked(wire::Psn psn, bool inclusive, Nanos now);
+  void on_read_response(const wire::RocePacket& pkt, SendWqe& wqe, Nanos now);
+  void on_atomic_ack(const wire::RocePacket& pkt, SendWqe& wqe, Nanos now);
+  void on_nak(const wire::RocePacket& pkt, Nanos now);
+  void retry(wire::Psn from, bool rnr, Nanos now);
+  void progress(Nanos now);
+  void complete_local_done();
+  void fail_head(WcStatus status);
+
+  // responder.cc
+  void responder_receive(const wire::RocePacket& pkt, Nanos now);
+  void responder_duplicate(const wire::RocePacket& pkt, Nanos now);
+  void responder_execute(const wire::RocePacket& pkt, Nanos now);
+  void responder_uc(const wire::RocePacket& pkt, Nanos now);
+  void responder_ud(const wire::RocePacket& pkt, Nanos now);
+  bool execute_send(const wire::RocePacket& pkt);
+  bool execute_write(const wire::RocePacket& pkt);
+  bool execute_read(const wire::RocePacket& pkt);
+  bool execute_atomic(const wire::RocePacket& pkt);
+  bool check_opcode_sequence(const wire::OpcodeInfo& info) const;
+  bool check_length(const wire::RocePacket& pkt) const;
+  bool copy_to_recv(wire::ConstBytes data, std::uint32_t offset, WcStatus* err);
+  void queue_ack(wire::Psn psn, bool ack_req);
+  void queue_nak(wire::Psn psn, wire::AethSyndrome syndrome);
+  bool push_job(const RespJob& job);
+  void responder_error(wire::Psn psn, wire::NakCode code, WcStatus local_status);
+  void write_grh(const wire::RocePacket& pkt, std::uint8_t* grh) const;
+  bool responder_send_one(TxSink& sink, Nanos now);
+  std::uint32_t alloc_resource();
+
+  const QpType type_;
+  const std::uint32_t qpn_;
+  const bool sq_sig_all_;
+  const std::uint32_t max_send_sge_;
+  const std::uint32_t max_inline_;
+  Cq* const send_cq_;
+  Cq* const recv_cq_;
+  RecvQueue* const rq_;  ///< own or shared
+  RecvQueue own_rq_;
+  MemoryAccess* const memory_;
+  TxGate* const gate_;
+  CongestionObserver* const congestion_;
+
+  std::atomic<QpState> state_{QpState::kReset};
+  QpAttr attr_;
+  Counters counters_;
+
+  // Send queue: WQEs in [sq_head_, sq_tail_). The program advances the
+  // tail; the completer advances the head.
+  std::vector<SendWqe> sq_;
+  std::atomic<std::uint64_t> sq_head_{0};
+  std::atomic<std::uint64_t> sq_tail_{0};
+
+  // Requester (rxe req.*).
+  struct {
+    std::uint64_t wqe = 0;     ///< next WQE to send from
+    std::uint32_t offset = 0;  ///< bytes of it already sent
+    wire::Psn psn;             ///< next PSN to send
+    std::uint32_t since_ack_req = 0;
+    std::uint32_t rd_atomic = 0;  ///< outstanding READ/ATOMIC requests
+    Nanos gate_retry_at = 0;
+  } req_;
+
+  // Completer (rxe comp.*).
+  struct {
+    wire::Psn psn;  ///< oldest PSN not yet acknowledged
+    std::uint8_t retry_cnt = 0;
+    std::uint8_t rnr_retry = 0;
+    Nanos rto_deadline = 0;  ///< 0: timer disarmed
+    Nanos rnr_until = 0;     ///< 0: not waiting out an RNR NAK
+    bool nak_retry_pending = false;
+    wire::Psn nak_retry_psn;
+  } comp_;
+
+  // Responder (rxe resp.*).
+  struct {
+    wire::Psn epsn;  ///< expected PSN
+    std::uint32_t msn = 0;
+    bool nak_sent = false;  ///< a sequence-error NAK is outstanding
+    bool uc_drop = false;   ///< UC: dropping until the next FIRST/ONLY
+    bool fatal = false;     ///< a NAK ends this QP once it is sent
+    // The message in progress, if any.
+    bool in_send = false;
+    bool in_write = false;
+    bool recv_taken = false;
+    RecvWr recv;
+    std::uint32_t recv_offset = 0;
+    std::uint8_t* write_data = nullptr;
+    std::uint32_t write_length = 0;
+    std::uint32_t write_offset = 0;
+    std::uint32_t since_ack = 0;
+  } resp_;
+  std::vector<RespResource> res_;
+  std::uint32_t res_next_ = 0;
+  std::vector<RespJob> jobs_;  ///< ring
+  std::uint32_t jobs_head_ = 0;
+  std::uint32_t jobs_count_ = 0;
+};
+
+}  // namespace uroce::transport

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#pragma once
+
+// A receive queue: a QP's own, or a shared receive queue (SRQ) that
+// several QPs take from. The program posts; the engine takes.
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "transport/types.h"
+
+namespace uroce::transport {
+
+class RecvQueue {
+ public:
+  RecvQueue(std::uint32_t max_wr, std::uint32_t max_sge);
+
+  /// Posts a receive WR (program side). Returns 0, EINVAL for too many
+  /// SGEs, or ENOMEM when the queue is full.
+  int post(const RecvWr& wr);
+
+  /// Takes the oldest receive WR (engine side); false when empty.
+  bool take(RecvWr& out);
+
+  /// Whether a WR is waiting (engine side).
+  bool empty() const {
+    return head_.load(std::memory_order_relaxed) == tail_.load(std::memory_order_acquire);
+  }
+
+  std::uint32_t max_sge() const { return max_sge_; }
+
+ private:
+  std::vector<RecvWr> ring_;
+  const std::uint32_t max_sge_;
+  alignas(64) std::atomic<std::uint64_t> head_{0};
+  alignas(64) std::atomic<std::uint64_t> tail_{0};
+};
+
+}  // namespace uroce::transport

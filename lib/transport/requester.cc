@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// The requester: turns send WQEs into request packets, segmenting to the
+// path MTU, and restarts from a PSN on go-back-N (rxe_req.c).
+
+#include <algorithm>
+
+#include "transport/qp.h"
+
+namespace uroce::transport {
+
+using wire::Opcode;
+using wire::Psn;
+
+namespace {
+
+// Opcode of a SEND or WRITE packet from its place in the message.
+std::uint8_t send_write_opcode(QpType type, WrOpcode op, bool first, bool last) {
+  if (type == QpType::kUd) {
+    return static_cast<std::uint8_t>(op == WrOpcode::kSendWithImm ? Opcode::kUdSendOnlyWithImmediate
+                                                                  : Opcode::kUdSendOnly);
+  }
+  Opcode rc;
+  const bool write = op == WrOpcode::kRdmaWrite || op == WrOpcode::kRdmaWriteWithImm;
+  const bool imm = op == WrOpcode::kSendWithImm || op == WrOpcode::kRdmaWriteWithImm;
+  const bool inv = op == WrOpcode::kSendWithInv;
+  if (write) {
+    rc = first && last ? (imm ? Opcode::kRcRdmaWriteOnlyWithImmediate : Opcode::kRcRdmaWriteOnly)
+         : first       ? Opcode::kRcRdmaWriteFirst
+         : last        ? (imm ? Opcode::kRcRdmaWriteLastWithImmediate : Opcode::kRcRdmaWriteLast)
+                       : Opcode::kRcRdmaWriteMiddle;
+  } else {
+    rc = first && last ? (imm   ? Opcode::kRcSendOnlyWithImmediate
+                          : inv ? Opcode::kRcSendOnlyWithInvalidate
+                                : Opcode::kRcSendOnly)
+         : first       ? Opcode::kRcSendFirst
+         : last        ? (imm   ? Opcode::kRcSendLastWithImmediate
+                          : inv ? Opcode::kRcSendLastWithInvalidate
+                                : Opcode::kRcSendLast)
+                       : Opcode::kRcSendMiddle;
+  }
+  // UC opcodes are the RC ones with the transport bits 001.
+  const auto code = static_cast<std::uint8_t>(rc);
+  return type == QpType::kUc ? static_cast<std::uint8_t>(0x20 | code) : code;
+}
+
+}  // namespace
+
+bool Qp::gather(const SendWqe& wqe, std::uint32_t offset, std::uint32_t len, TxPacket& pkt) {
+  pkt.payload_len = len;
+  pkt.payload_segs = 0;
+  if (len == 0) return true;
+  if (wqe.inline_len > 0 || (wqe.wr.send_flags & send_flags::kInline)) {
+    pkt.payload[0] = wire::ConstBytes(wqe.inline_data.data() + offset, len);
+    pkt.payload_segs = 1;
+    return true;
+  }
+  // Walk the SGL to `offset`, then take `len` bytes, each piece resolved
+  // through its lkey: a bad key or range fails the WR (LOC_PROT_ERR).
+  for (std::uint32_t i = 0; i < wqe.wr.num_sge && len > 0; ++i) {
+    const Sge& sge = wqe.wr.sg_list[i];
+    if (offset >= sge.length) {
+      offset -= sge.length;
+      continue;
+    }
+    const std::uint32_t n = std::min(sge.length - offset, len);
+    const MemRef ref = memory_->local(sge.lkey, sge.addr + offset, n, 0);
+    if (!ref) return false;
+    pkt.payload[pkt.payload_segs++] = wire::ConstBytes(ref.ptr, n);
+    len -= n;
+    offset = 0;
+  }
+  return len == 0;
+}
+
+bool Qp::build_request(SendWqe& wqe, TxPacket& pkt, std::uint32_t& len, bool& last) {
+  const SendWr& wr = wqe.wr;
+  pkt.route = type_ == QpType::kUd ? wr.ud.route : &attr_.route;
+  pkt.bth = wire::Bth{};
+  pkt.bth.pkey = attr_.pkey;
+  pkt.bth.dest_qp = type_ == QpType::kUd ? wr.ud.remote_qpn : attr_.dest_qp_num;
+  pkt.bth.psn = req_.psn;
+  pkt.payload_segs = 0;
+  pkt.payload_len = 0;
+  wire::ExtHeaders& ext = pkt.ext;
+
+  switch (wr.opcode) {
+    case WrOpcode::kRdmaRead: {
+      // A restarted READ asks only for what is still missing: from the
+      // first response PSN not received (never from the message start).
+      const std::uint32_t done = req_.offset;
+      pkt.bth.opcode = static_cast<std::uint8_t>(Opcode::kRcRdmaReadRequest);
+      ext.reth = {wr.remote_addr + done, wr.rkey, wqe.length - done};
+      len = 0;
+      last = true;
+      pkt.bth.ack_req = true;
+      return true;
+    }
+    case WrOpcode::kAtomicCmpAndSwp:
+    case WrOpcode::kAtomicFetchAndAdd:
+      pkt.bth.opcode = static_cast<std::uint8_t>(
+          wr.opcode == WrOpcode::kAtomicCmpAndSwp ? Opcode::kRcCompareSwap : Opcode::kRcFetchAdd);
+      ext.atomic_eth = {wr.remote_addr, wr.rkey,
+                        wr.opcode == WrOpcode::kAtomicCmpAndSwp ? wr.swap : wr.compare_add,
+                        wr.compare_add};
+      len = 0;
+      last = true;
+      pkt.bth.ack_req = true;
+      return true;
+    default:
+      break;
+  }
+
+  const bool first = req_.offset == 0;
+  len = std::min(mtu(), wqe.length - req_.offset);
+  last = req_.offset + len == wqe.length;
+  pkt.bth.opcode = send_write_opcode(type_, wr.opcode, first, last);
+  const wire::OpcodeInfo& info = wire::opcode_info(pkt.bth.opcode);
+  if (info.has(wire::ExtHeader::kReth)) ext.reth = {wr.remote_addr, wr.rkey, wqe.length};
+  if (info.has(wire::ExtHeader::kImmDt)) ext.imm_data = wr.imm_data;
+  if (info.has(wire::ExtHeader::kIeth)) ext.ieth_rkey = wr.invalidate_rkey;
+  if (info.has(wire::ExtHeader::kDeth)) {
+    // A Q_Key with its high bit set means "use the QP's own" (IBA 10.2.5).
+    ext.deth = {(wr.ud.remote_qkey & 0x80000000u) ? attr_.qkey : wr.ud.remote_qkey, qpn_};
+  }
+  pkt.bth.se =
+      last && (wr.send_flags & send_flags::kSolicited) && info.operation == wire::Operation::kSend;
+  // AckReq on the last packet of a message and every so often inside a
+  // long one; UC and UD are never acknowledged.
+  pkt.bth.ack_req = type_ == QpType::kRc && (last || req_.since_ack_req + 1 >= kAckReqEveryPackets);
+  return gather(wqe, req_.offset, len, pkt);
+}
+
+bool Qp::requester_send_one(TxSink& sink, Nanos now) {
+  if (state() != QpState::kRts) return false;
+  if (comp_.rnr_until != 0 && now < comp_.rnr_until) return false;
+  if (req_.gate_retry_at != 0 && now < req_.gate_retry_at) return false;
+  if (req_.wqe == sq_tail()) return false;
+  if (type_ == QpType::kRc && static_cast<std::uint32_t>(req_.psn - comp_.psn) >= kMaxUnackedPsns)
+    return false;
+
+  SendWqe& wqe = sq_at(req_.wqe);
+  const bool rd_atomic = is_rd_atomic(wqe.wr.opcode);
+  if (!wqe.started) {
+    // FENCE waits for every earlier READ and ATOMIC to complete.
+    if ((wqe.wr.send_flags & send_flags::kFence) && req_.rd_atomic > 0) return false;
+    if (rd_atomic && req_.rd_atomic >= std::max<std::uint32_t>(1, attr_.max_rd_atomic))
+      return false;  // initiator depth reached: stall, not an error
+    if (type_ == QpType::kUd && wqe.length > mtu()) {
+      // IBA C10-93.1.1: a UD message longer than the path MTU is not sent,
+      // and the WR completes as if it had been.
+      wqe.started = wqe.sent = wqe.done = true;
+      ++req_.wqe;
+      return false;
+    }
+    wqe.started = true;
+    wqe.first_psn = req_.psn;
+    wqe.last_psn = req_.psn + static_cast<std::int32_t>(packets_of(wqe) - 1);
+    req_.offset = 0;
+  }
+
+  TxPacket pkt;
+  std::uint32_t len = 0;
+  bool last = false;
+  if (!build_request(wqe, pkt, len, last)) {
+    // The gather list names memory the QP may not read.
+    fail_head(WcStatus::kLocProtErr);
+    return false;
+  }
+  if (gate_) {
+    Nanos retry_at = 0;
+    if (!gate_->admit(len, now, &retry_at)) {
+      req_.gate_retry_at = std::max(retry_at, now + 1);
+      return false;
+    }
+  }
+  if (!sink.transmit(pkt)) return false;
+  counters_.inc(Counter::kSentPkts);
+  if (rd_atomic && !wqe.counted_rd_atomic) {
+    wqe.counted_rd_atomic = true;
+    ++req_.rd_atomic;
+  }
+  req_.since_ack_req = pkt.bth.ack_req ? 0 : req_.since_ack_req + 1;
+
+  if (wqe.wr.opcode == WrOpcode::kRdmaRead) {
+    req_.psn = wqe.last_psn + 1;
+  } else {
+    req_.psn += 1;
+    req_.offset += len;
+  }
+  if (last) {
+    wqe.sent = true;
+    if (type_ != QpType::kRc) wqe.done = true;  // nothing will acknowledge it
+    if (pkt.bth.opcode != static_cast<std::uint8_t>(Opcode::kRcRdmaReadRequest) &&
+        wire::opcode_info(pkt.bth.opcode).operation == wire::Operation::kSend)
+      counters_.inc(Counter::kRdmaSends);
+    ++req_.wqe;
+    req_.offset = 0;
+  }
+  if (type_ == QpType::kRc) arm_retransmit(now);
+  return true;
+}
+
+void Qp::arm_retransmit(Nanos now) {
+  if (attr_.timeout == 0 || comp_.rto_deadline != 0 || comp_.rnr_until != 0) return;
+  // IBA 9.7.6.1.3: local ACK timeout = 4.096 us * 2^timeout.
+  comp_.rto_deadline = now + (Nanos{4096} << attr_.timeout);
+}
+
+void Qp::go_back_n(Psn psn) {
+  // Find the WQE holding `psn` among those sent, and resend from that PSN:
+  // from the middle of its message if need be (IBA 9.7.5.1.1; never from
+  // the message start, or a lossy link livelocks on long messages).
+  // WQEs that have PSNs are contiguous from the head.
+  const std::uint64_t tail = sq_tail();
+  for (std::uint64_t i = sq_head_.load(std::memory_order_relaxed); i != tail; ++i) {
+    SendWqe& wqe = sq_at(i);
+    if (!wqe.started) break;
+    if (psn.before(wqe.first_psn) || psn.after(wqe.last_psn)) continue;
+    const auto skipped = static_cast<std::uint32_t>(psn - wqe.first_psn);
+    req_.wqe = i;
+    req_.psn = psn;
+    req_.offset =
+        wqe.wr.opcode == WrOpcode::kAtomicCmpAndSwp || wqe.wr.opcode == WrOpcode::kAtomicFetchAndAdd
+            ? 0
+            : std::min(wqe.length, skipped * mtu());
+    req_.since_ack_req = 0;
+    counters_.inc(Counter::kCompleterRetryErr);
+    return;
+  }
+}
+
+}  // namespace uroce::transport

@@ -1,0 +1,520 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// The responder: executes requests in PSN order, answers duplicates,
+// NAKs gaps and errors, and sends ACKs, read responses and atomic
+// acknowledgements (rxe_resp.c).
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "transport/qp.h"
+
+namespace uroce::transport {
+
+using wire::AethSyndrome;
+using wire::NakCode;
+using wire::Opcode;
+using wire::Operation;
+using wire::Position;
+using wire::Psn;
+
+bool Qp::push_job(const RespJob& job) {
+  if (jobs_count_ == jobs_.size()) return false;
+  jobs_[(jobs_head_ + jobs_count_) % jobs_.size()] = job;
+  ++jobs_count_;
+  return true;
+}
+
+void Qp::queue_ack(Psn psn, bool ack_req) {
+  // Acknowledge when asked, and at least every kAckCoalesceMax packets;
+  // an ACK still waiting to go out is updated rather than doubled.
+  if (!ack_req && ++resp_.since_ack < kAckCoalesceMax) return;
+  resp_.since_ack = 0;
+  if (jobs_count_ > 0) {
+    RespJob& tail = jobs_[(jobs_head_ + jobs_count_ - 1) % jobs_.size()];
+    if (tail.kind == RespJob::Kind::kAck && tail.syndrome.type == wire::AethType::kAck) {
+      tail.psn = psn;
+      tail.msn = resp_.msn;
+      counters_.inc(Counter::kAckDeferred);
+      return;
+    }
+  }
+  push_job({RespJob::Kind::kAck, psn, psn, AethSyndrome::ack(), resp_.msn, 0});
+}
+
+void Qp::queue_nak(Psn psn, AethSyndrome syndrome) {
+  push_job({RespJob::Kind::kAck, psn, psn, syndrome, resp_.msn, 0});
+}
+
+void Qp::responder_error(Psn psn, NakCode code, WcStatus local_status) {
+  if (type_ == QpType::kUc) {
+    // UC has no NAKs: the message is dropped and the QP waits for the
+    // next one.
+    resp_.uc_drop = true;
+    resp_.in_send = resp_.in_write = false;
+    counters_.inc(Counter::kDroppedInvalid);
+    return;
+  }
+  // A class C error (IBA 9.9.3.1.2.2): NAK it, complete the receive WQE in
+  // progress with the local status, and enter the error state once the
+  // NAK is on the wire.
+  queue_nak(psn, AethSyndrome::nak(code));
+  if (resp_.recv_taken) {
+    complete_recv(resp_.recv, local_status, WcOpcode::kRecv, resp_.recv_offset, 0, 0, 0);
+    resp_.recv_taken = false;
+  }
+  resp_.fatal = true;
+}
+
+bool Qp::check_opcode_sequence(const wire::OpcodeInfo& info) const {
+  // IBA 9.8.3.2: inside a message only its own MIDDLE and LAST may come.
+  const bool cont = info.position == Position::kMiddle || info.position == Position::kLast;
+  if (resp_.in_send) return cont && info.operation == Operation::kSend;
+  if (resp_.in_write) return cont && info.operation == Operation::kRdmaWrite;
+  return !cont;
+}
+
+bool Qp::check_length(const wire::RocePacket& pkt) const {
+  // rxe_resp_check_length: FIRST and MIDDLE carry exactly one MTU, LAST
+  // 1..MTU, ONLY at most one MTU.
+  const std::size_t len = pkt.payload.size();
+  if (!pkt.info->has_payload) return true;
+  switch (pkt.info->position) {
+    case Position::kFirst:
+    case Position::kMiddle:
+      return len == mtu();
+    case Position::kLast:
+      return len >= 1 && len <= mtu();
+    default:
+      return len <= mtu();
+  }
+}
+
+bool Qp::copy_to_recv(wire::ConstBytes data, std::uint32_t offset, WcStatus* err) {
+  const RecvWr& wr = resp_.recv;
+  std::uint32_t done = 0;
+  for (std::uint32_t i = 0; i < wr.num_sge && done < data.size(); ++i) {
+    const Sge& sge = wr.sg_list[i];
+    if (offset >= sge.length) {
+      offset -= sge.length;
+      continue;
+    }
+    const auto n =
+        static_cast<std::uint32_t>(std::min<std::size_t>(sge.length - offset, data.size() - done));
+    const MemRef ref = memory_->local(sge.lkey, sge.addr + offset, n, access::kLocalWrite);
+    if (!ref) {
+      // The receive WQE names memory the QP may not write: a malformed
+      // WQE (rxe: RESPST_ERR_MALFORMED_WQE).
+      *err = WcStatus::kLocQpOpErr;
+      return false;
+    }
+    std::memcpy(ref.ptr, data.data() + done, n);
+    done += n;
+    offset = 0;
+  }
+  if (done < data.size()) {
+    *err = WcStatus::kLocLenErr;  // the message is longer than the buffers
+    return false;
+  }
+  return true;
+}
+
+bool Qp::execute_send(const wire::RocePacket& pkt) {
+  const wire::OpcodeInfo& info = *pkt.info;
+  if (info.starts_message()) {
+    if (!resp_.recv_taken) {
+      if (!rq_->take(resp_.recv)) {
+        // No receive WQE: RNR NAK, and the requester retries this PSN after
+        // the time we ask for (IBA 9.7.5.2.8). UC simply drops.
+        if (type_ == QpType::kRc) {
+          queue_nak(pkt.bth.psn, AethSyndrome::rnr_nak(attr_.min_rnr_timer));
+          counters_.inc(Counter::kSendRnrErr);
+        } else {
+          responder_error(pkt.bth.psn, NakCode::kInvalidRequest, WcStatus::kSuccess);
+        }
+        return false;
+      }
+      resp_.recv_taken = true;
+    }
+    resp_.recv_offset = 0;
+  }
+  WcStatus err = WcStatus::kSuccess;
+  if (!copy_to_recv(pkt.payload, resp_.recv_offset, &err)) {
+    responder_error(
+        pkt.bth.psn,
+        err == WcStatus::kLocLenErr ? NakCode::kInvalidRequest : NakCode::kRemoteOperationalError,
+        err);
+    return false;
+  }
+  resp_.recv_offset += static_cast<std::uint32_t>(pkt.payload.size());
+  resp_.in_send = !info.ends_message();
+  if (info.ends_message()) {
+    unsigned flags = 0;
+    std::uint32_t imm = 0;
+    if (info.has_immediate()) {
+      flags |= wc_flags::kWithImm;
+      imm = pkt.ext.imm_data;
+    }
+    if (info.has_invalidate()) {
+      if (!memory_->invalidate(pkt.ext.ieth_rkey)) {
+        responder_error(pkt.bth.psn, NakCode::kInvalidRequest, WcStatus::kLocQpOpErr);
+        return false;
+      }
+      flags |= wc_flags::kWithInv;
+      imm = pkt.ext.ieth_rkey;
+    }
+    complete_recv(resp_.recv, WcStatus::kSuccess, WcOpcode::kRecv, resp_.recv_offset, flags, imm,
+                  0);
+    resp_.recv_taken = false;
+    counters_.inc(Counter::kRdmaRecvs);
+  }
+  return true;
+}
+
+bool Qp::execute_write(const wire::RocePacket& pkt) {
+  const wire::OpcodeInfo& info = *pkt.info;
+  if (info.starts_message()) {
+    const wire::Reth& reth = pkt.ext.reth;
+    if (reth.dma_length > kMaxMessageSize ||
+        (info.ends_message() && reth.dma_length != pkt.payload.size())) {
+      responder_error(pkt.bth.psn, NakCode::kInvalidRequest, WcStatus::kRemInvReqErr);
+      return false;
+    }
+    resp_.write_data = nullptr;
+    // A zero-length WRITE checks no R_Key (IBA C9-88).
+    if (reth.dma_length > 0) {
+      const MemRef ref = memory_->remote(reth.rkey, reth.va, reth.dma_length, access::kRemoteWrite);
+      if (!ref) {
+        responder_error(pkt.bth.psn, NakCode::kRemoteAccessError, WcStatus::kRemAccessErr);
+        return false;
+      }
+      resp_.write_data = ref.ptr;
+    }
+    resp_.write_length = reth.dma_length;
+    resp_.write_offset = 0;
+  }
+  // WRITE with immediate consumes a receive WQE, checked before its last
+  // packet writes anything so an RNR retry finds memory as it was.
+  if (info.has_immediate() && !resp_.recv_taken) {
+    if (!rq_->take(resp_.recv)) {
+      if (type_ == QpType::kRc) {
+        queue_nak(pkt.bth.psn, AethSyndrome::rnr_nak(attr_.min_rnr_timer));
+        counters_.inc(Counter::kSendRnrErr);
+      } else {
+        responder_error(pkt.bth.psn, NakCode::kInvalidRequest, WcStatus::kSuccess);
+      }
+      return false;
+    }
+    resp_.recv_taken = true;
+  }
+  const std::size_t n = pkt.payload.size();
+  if (resp_.write_offset + n > resp_.write_length) {
+    responder_error(pkt.bth.psn, NakCode::kInvalidRequest, WcStatus::kRemInvReqErr);
+    return false;
+  }
+  if (n > 0) std::memcpy(resp_.write_data + resp_.write_offset, pkt.payload.data(), n);
+  resp_.write_offset += static_cast<std::uint32_t>(n);
+  resp_.in_write = !info.ends_message();
+  if (info.ends_message() && info.has_immediate()) {
+    complete_recv(resp_.recv, WcStatus::kSuccess, WcOpcode::kRecvRdmaWithImm, resp_.write_length,
+                  wc_flags::kWithImm, pkt.ext.imm_data, 0);
+    resp_.recv_taken = false;
+    counters_.inc(Counter::kRdmaRecvs);
+  }
+  return true;
+}
+
+std::uint32_t Qp::alloc_resource() {
+  // Oldest first; a resource a response stream still reads is not reused.
+  const auto n = static_cast<std::uint32_t>(res_.size());
+  for (std::uint32_t k = 0; k < n; ++k) {
+    const std::uint32_t i = (res_next_ + k) % n;
+    if (res_[i].busy == 0) {
+      res_next_ = (i + 1) % n;
+      return i;
+    }
+  }
+  return n;
+}
+
+bool Qp::execute_read(const wire::RocePacket& pkt) {
+  const wire::Reth& reth = pkt.ext.reth;
+  if (res_.empty() || reth.dma_length > kMaxMessageSize) {
+    // max_dest_rd_atomic 0: this QP takes no READs (IBA 9.4.3).
+    responder_error(pkt.bth.psn, NakCode::kInvalidRequest, WcStatus::kRemInvReqErr);
+    return false;
+  }
+  std::uint8_t* data = nullptr;
+  if (reth.dma_length > 0) {
+    const MemRef ref = memory_->remote(reth.rkey, reth.va, reth.dma_length, access::kRemoteRead);
+    if (!ref) {
+      responder_error(pkt.bth.psn, NakCode::kRemoteAccessError, WcStatus::kRemAccessErr);
+      return false;
+    }
+    data = ref.ptr;
+  }
+  const std::uint32_t r = alloc_resource();
+  if (r == res_.size() || jobs_count_ == jobs_.size()) return false;  // dropped; retried
+  const std::uint32_t npsn = std::max<std::uint32_t>(1, (reth.dma_length + mtu() - 1) / mtu());
+  resp_.msn = (resp_.msn + 1) & wire::kPsnMask;  // C9-148: one MSN per READ
+  res_[r] = {true,
+             true,
+             pkt.bth.psn,
+             pkt.bth.psn + static_cast<std::int32_t>(npsn - 1),
+             reth.va,
+             reth.rkey,
+             reth.dma_length,
+             data,
+             0,
+             resp_.msn,
+             1};
+  push_job({RespJob::Kind::kRead, pkt.bth.psn, pkt.bth.psn, AethSyndrome::ack(), resp_.msn, r});
+  resp_.epsn = pkt.bth.psn + static_cast<std::int32_t>(npsn);
+  return true;
+}
+
+bool Qp::execute_atomic(const wire::RocePacket& pkt) {
+  const wire::AtomicEth& a = pkt.ext.atomic_eth;
+  if (res_.empty() || (a.va & 7) != 0) {
+    responder_error(pkt.bth.psn, NakCode::kInvalidRequest, WcStatus::kRemInvReqErr);
+    return false;
+  }
+  const MemRef ref = memory_->remote(a.rkey, a.va, 8, access::kRemoteAtomic);
+  if (!ref) {
+    responder_error(pkt.bth.psn, NakCode::kRemoteAccessError, WcStatus::kRemAccessErr);
+    return false;
+  }
+  if (reinterpret_cast<std::uintptr_t>(ref.ptr) % alignof(std::uint64_t) != 0) {
+    responder_error(pkt.bth.psn, NakCode::kInvalidRequest, WcStatus::kRemInvReqErr);
+    return false;
+  }
+  const std::uint32_t r = alloc_resource();
+  if (r == res_.size() || jobs_count_ == jobs_.size()) return false;  // dropped; retried
+  // Atomic with respect to other atomics on this host (IBV_ATOMIC_HCA).
+  std::atomic_ref<std::uint64_t> target(*reinterpret_cast<std::uint64_t*>(ref.ptr));
+  std::uint64_t orig;
+  if (pkt.info->operation == Operation::kCompareSwap) {
+    orig = a.compare;
+    target.compare_exchange_strong(orig, a.swap_add);
+  } else {
+    orig = target.fetch_add(a.swap_add);
+  }
+  resp_.msn = (resp_.msn + 1) & wire::kPsnMask;
+  res_[r] = {true, false, pkt.bth.psn, pkt.bth.psn, a.va, a.rkey, 8, nullptr, orig, resp_.msn, 1};
+  push_job(
+      {RespJob::Kind::kAtomicAck, pkt.bth.psn, pkt.bth.psn, AethSyndrome::ack(), resp_.msn, r});
+  resp_.epsn = pkt.bth.psn + 1;
+  return true;
+}
+
+void Qp::responder_execute(const wire::RocePacket& pkt, Nanos /*now*/) {
+  const wire::OpcodeInfo& info = *pkt.info;
+  if (!check_opcode_sequence(info) || !check_length(pkt)) {
+    responder_error(pkt.bth.psn, NakCode::kInvalidRequest, WcStatus::kLocLenErr);
+    return;
+  }
+  bool ok = false;
+  switch (info.operation) {
+    case Operation::kSend:
+      ok = execute_send(pkt);
+      break;
+    case Operation::kRdmaWrite:
+      ok = execute_write(pkt);
+      break;
+    case Operation::kRdmaReadRequest:
+      ok = execute_read(pkt);
+      break;
+    case Operation::kCompareSwap:
+    case Operation::kFetchAdd:
+      ok = execute_atomic(pkt);
+      break;
+    default:
+      break;
+  }
+  if (!ok) return;
+  resp_.nak_sent = false;
+  if (info.operation == Operation::kSend || info.operation == Operation::kRdmaWrite) {
+    resp_.epsn = pkt.bth.psn + 1;
+    if (info.ends_message()) resp_.msn = (resp_.msn + 1) & wire::kPsnMask;
+    if (type_ == QpType::kRc) queue_ack(pkt.bth.psn, pkt.bth.ack_req);
+  }
+}
+
+void Qp::responder_duplicate(const wire::RocePacket& pkt, Nanos /*now*/) {
+  counters_.inc(Counter::kDuplicateRequest);
+  const Psn psn = pkt.bth.psn;
+  switch (pkt.info->operation) {
+    case Operation::kRdmaReadRequest:
+      // Re-execute from the duplicate's PSN, out of the saved resource
+      // (IBA 9.7.5.1.5); no resource, no answer.
+      for (std::uint32_t i = 0; i < res_.size(); ++i) {
+        RespResource& r = res_[i];
+        if (!r.valid || !r.is_read || psn.before(r.first_psn) || psn.after(r.last_psn) ||
+            r.rkey != pkt.ext.reth.rkey)
+          continue;
+        if (push_job({RespJob::Kind::kRead, psn, psn, AethSyndrome::ack(), r.msn, i})) ++r.busy;
+        return;
+      }
+      return;
+    case Operation::kCompareSwap:
+    case Operation::kFetchAdd:
+      // Never executed twice: the saved result is sent again.
+      for (std::uint32_t i = 0; i < res_.size(); ++i) {
+        RespResource& r = res_[i];
+        if (!r.valid || r.is_read || r.first_psn != psn) continue;
+        if (push_job({RespJob::Kind::kAtomicAck, psn, psn, AethSyndrome::ack(), r.msn, i}))
+          ++r.busy;
+        return;
+      }
+      return;
+    default:
+      // IBA C9-105: a duplicate SEND or WRITE is acknowledged with the
+      // newest executed PSN, not the duplicate's.
+      queue_nak(resp_.epsn - 1, AethSyndrome::ack());
+      return;
+  }
+}
+
+void Qp::responder_uc(const wire::RocePacket& pkt, Nanos now) {
+  const wire::OpcodeInfo& info = *pkt.info;
+  if (pkt.bth.psn != resp_.epsn || resp_.uc_drop) {
+    // A gap: drop to the next message start (IBA 9.8.3.1). A receive WQE
+    // holding part of the lost message is reused for the next one.
+    if (!info.starts_message()) {
+      counters_.inc(Counter::kOutOfSeqRequest);
+      resp_.uc_drop = true;
+      resp_.in_send = resp_.in_write = false;
+      resp_.epsn = pkt.bth.psn + 1;
+      return;
+    }
+    resp_.uc_drop = false;
+    resp_.in_send = resp_.in_write = false;
+    resp_.epsn = pkt.bth.psn;
+  }
+  responder_execute(pkt, now);
+}
+
+void Qp::write_grh(const wire::RocePacket& pkt, std::uint8_t* grh) const {
+  // RoCEv2 GRH as rdma-core reads it (ibv_create_ah_from_wc): the IPv6
+  // header as received, or for IPv4 the IPv4 header in the last 20 bytes.
+  std::memset(grh, 0, kGrhSize);
+  const wire::ConstBytes ip = pkt.frame.subspan(pkt.l3_offset);
+  if (pkt.ipv6) {
+    std::memcpy(grh, ip.data(), kGrhSize);
+  } else {
+    std::memcpy(grh + 20, ip.data(), 20);
+  }
+}
+
+void Qp::responder_ud(const wire::RocePacket& pkt, Nanos /*now*/) {
+  // Q_Key mismatch: silently dropped (IBA 10.2.5; rxe_recv.c).
+  if (pkt.ext.deth.qkey != attr_.qkey) {
+    counters_.inc(Counter::kDroppedInvalid);
+    return;
+  }
+  if (!rq_->take(resp_.recv)) {
+    counters_.inc(Counter::kDroppedInvalid);  // no receive WQE: UD drops
+    return;
+  }
+  resp_.recv_taken = true;
+  std::uint8_t grh[kGrhSize];
+  write_grh(pkt, grh);
+  WcStatus err = WcStatus::kSuccess;
+  const std::uint32_t len = kGrhSize + static_cast<std::uint32_t>(pkt.payload.size());
+  const bool ok = copy_to_recv(wire::ConstBytes(grh, kGrhSize), 0, &err) &&
+                  copy_to_recv(pkt.payload, kGrhSize, &err);
+  unsigned flags = wc_flags::kGrh;
+  if (pkt.info->has_immediate()) flags |= wc_flags::kWithImm;
+  resp_.recv_taken = false;
+  complete_recv(resp_.recv, ok ? WcStatus::kSuccess : err, WcOpcode::kRecv, len, flags,
+                pkt.ext.imm_data, pkt.ext.deth.src_qp);
+  if (ok) counters_.inc(Counter::kRdmaRecvs);
+}
+
+void Qp::responder_receive(const wire::RocePacket& pkt, Nanos now) {
+  if (resp_.fatal) return;
+  if (type_ == QpType::kUd) {
+    responder_ud(pkt, now);
+    return;
+  }
+  if (type_ == QpType::kUc) {
+    responder_uc(pkt, now);
+    return;
+  }
+  const std::int32_t diff = pkt.bth.psn - resp_.epsn;
+  if (diff > 0) {
+    // Out of sequence: one NAK per gap, then silence until the expected
+    // PSN arrives (IBA 9.7.5.1.3).
+    counters_.inc(Counter::kOutOfSeqRequest);
+    if (!resp_.nak_sent) {
+      resp_.nak_sent = true;
+      queue_nak(resp_.epsn, AethSyndrome::nak(NakCode::kPsnSequenceError));
+      counters_.inc(Counter::kPacketSeqErr);
+    }
+    return;
+  }
+  if (diff < 0) {
+    responder_duplicate(pkt, now);
+    return;
+  }
+  responder_execute(pkt, now);
+}
+
+bool Qp::responder_send_one(TxSink& sink, Nanos /*now*/) {
+  if (jobs_count_ == 0) {
+    if (resp_.fatal && state() != QpState::kErr) enter_error();
+    return false;
+  }
+  RespJob& job = jobs_[jobs_head_];
+  TxPacket pkt;
+  pkt.route = &attr_.route;
+  pkt.bth.pkey = attr_.pkey;
+  pkt.bth.dest_qp = attr_.dest_qp_num;
+  pkt.bth.psn = job.psn;
+  bool done = true;
+  switch (job.kind) {
+    case RespJob::Kind::kAck:
+      pkt.bth.opcode = static_cast<std::uint8_t>(Opcode::kRcAcknowledge);
+      pkt.ext.aeth = {job.syndrome, job.msn};
+      break;
+    case RespJob::Kind::kAtomicAck: {
+      const RespResource& r = res_[job.res];
+      pkt.bth.opcode = static_cast<std::uint8_t>(Opcode::kRcAtomicAcknowledge);
+      pkt.ext.aeth = {AethSyndrome::ack(), r.msn};
+      pkt.ext.atomic_ack_eth = {r.orig_value};
+      break;
+    }
+    case RespJob::Kind::kRead: {
+      const RespResource& r = res_[job.res];
+      const std::uint32_t offset = static_cast<std::uint32_t>(job.psn - r.first_psn) * mtu();
+      const std::uint32_t len = std::min(mtu(), r.length - std::min(r.length, offset));
+      const bool first = job.psn == job.start;
+      const bool last = job.psn == r.last_psn;
+      const Opcode op = first && last ? Opcode::kRcRdmaReadResponseOnly
+                        : first       ? Opcode::kRcRdmaReadResponseFirst
+                        : last        ? Opcode::kRcRdmaReadResponseLast
+                                      : Opcode::kRcRdmaReadResponseMiddle;
+      pkt.bth.opcode = static_cast<std::uint8_t>(op);
+      pkt.ext.aeth = {AethSyndrome::ack(), r.msn};
+      if (len > 0) {
+        pkt.payload[0] = wire::ConstBytes(r.data + offset, len);
+        pkt.payload_segs = 1;
+        pkt.payload_len = len;
+      }
+      done = last;
+      break;
+    }
+  }
+  if (!sink.transmit(pkt)) return false;
+  counters_.inc(Counter::kSentPkts);
+  if (done) {
+    if (job.kind != RespJob::Kind::kAck) --res_[job.res].busy;
+    jobs_head_ = (jobs_head_ + 1) % static_cast<std::uint32_t>(jobs_.size());
+    --jobs_count_;
+  } else {
+    job.psn += 1;
+  }
+  return true;
+}
+
+}  // namespace uroce::transport

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#pragma once
+
+// Work requests, work completions and the enums they use. Numeric values
+// equal rdma-core's (enum ibv_wr_opcode, ibv_wc_status, ibv_wc_opcode,
+// IBV_SEND_*, IBV_ACCESS_*, enum ibv_qp_state) so the verbs binding casts
+// instead of translating; drivers/ibverbs static_asserts that they agree.
+
+#include <array>
+#include <cstdint>
+
+#include "transport/limits.h"
+#include "wire/mtu.h"
+#include "wire/roce_frame.h"
+
+namespace uroce::transport {
+
+/// Time in nanoseconds, from a clock the caller owns (the engine's TSC,
+/// or a simulator's virtual clock).
+using Nanos = std::uint64_t;
+
+enum class QpType : std::uint8_t { kRc = 2, kUc = 3, kUd = 4 };  // IBV_QPT_*
+
+enum class QpState : std::uint8_t {
+  kReset = 0,
+  kInit = 1,
+  kRtr = 2,
+  kRts = 3,
+  kSqd = 4,
+  kSqe = 5,
+  kErr = 6,
+};
+
+enum class WrOpcode : std::uint8_t {
+  kRdmaWrite = 0,
+  kRdmaWriteWithImm = 1,
+  kSend = 2,
+  kSendWithImm = 3,
+  kRdmaRead = 4,
+  kAtomicCmpAndSwp = 5,
+  kAtomicFetchAndAdd = 6,
+  kLocalInv = 7,
+  kBindMw = 8,
+  kSendWithInv = 9,
+};
+
+namespace send_flags {
+inline constexpr unsigned kFence = 1;
+inline constexpr unsigned kSignaled = 2;
+inline constexpr unsigned kSolicited = 4;
+inline constexpr unsigned kInline = 8;
+}  // namespace send_flags
+
+namespace access {
+inline constexpr unsigned kLocalWrite = 1;
+inline constexpr unsigned kRemoteWrite = 2;
+inline constexpr unsigned kRemoteRead = 4;
+inline constexpr unsigned kRemoteAtomic = 8;
+}  // namespace access
+
+enum class WcStatus : std::uint8_t {
+  kSuccess = 0,
+  kLocLenErr = 1,
+  kLocQpOpErr = 2,
+  kLocEecOpErr = 3,
+  kLocProtErr = 4,
+  kWrFlushErr = 5,
+  kMwBindErr = 6,
+  kBadRespErr = 7,
+  kLocAccessErr = 8,
+  kRemInvReqErr = 9,
+  kRemAccessErr = 10,
+  kRemOpErr = 11,
+  kRetryExcErr = 12,
+  kRnrRetryExcErr = 13,
+  kLocRddViolErr = 14,
+  kRemInvRdReqErr = 15,
+  kRemAbortErr = 16,
+  kInvEecnErr = 17,
+  kInvEecStateErr = 18,
+  kFatalErr = 19,
+  kRespTimeoutErr = 20,
+  kGeneralErr = 21,
+};
+
+enum class WcOpcode : std::uint8_t {
+  kSend = 0,
+  kRdmaWrite = 1,
+  kRdmaRead = 2,
+  kCompSwap = 3,
+  kFetchAdd = 4,
+  kBindMw = 5,
+  kLocalInv = 6,
+  kRecv = 128,
+  kRecvRdmaWithImm = 129,
+};
+
+namespace wc_flags {
+inline constexpr unsigned kGrh = 1;
+inline constexpr unsigned kWithImm = 2;
+inline constexpr unsigned kWithInv = 1 << 3;
+}  // namespace wc_flags
+
+/// A scatter/gather element: `length` bytes at `addr` under `lkey`.
+struct Sge {
+  std::uint64_t addr = 0;
+  std::uint32_t length = 0;
+  std::uint32_t lkey = 0;
+};
+
+/// A UD destination: where a datagram goes (an address handle's route).
+struct UdDest {
+  const wire::RoceRoute* route = nullptr;
+  std::uint32_t remote_qpn = 0;
+  std::uint32_t remote_qkey = 0;
+};
+
+/// A send work request, as ibv_send_wr carries it.
+struct SendWr {
+  std::uint64_t wr_id = 0;
+  WrOpcode opcode = WrOpcode::kSend;
+  unsigned send_flags = 0;
+  std::array<Sge, kMaxSge> sg_list{};
+  std::uint32_t num_sge = 0;
+  std::uint32_t imm_data = 0;         ///< network order, as ibv_send_wr holds it
+  std::uint32_t invalidate_rkey = 0;  ///< SEND_WITH_INV
+  std::uint64_t remote_addr = 0;      ///< RDMA and atomics
+  std::uint32_t rkey = 0;             ///< RDMA and atomics
+  std::uint64_t compare_add = 0;      ///< atomics
+  std::uint64_t swap = 0;             ///< compare-and-swap
+  UdDest ud;                          ///< UD only
+};
+
+/// A receive work request.
+struct RecvWr {
+  std::uint64_t wr_id = 0;
+  std::array<Sge, kMaxSge> sg_list{};
+  std::uint32_t num_sge = 0;
+};
+
+/// A work completion, as ibv_wc carries it.
+struct Wc {
+  std::uint64_t wr_id = 0;
+  WcStatus status = WcStatus::kSuccess;
+  WcOpcode opcode = WcOpcode::kSend;
+  std::uint32_t vendor_err = 0;
+  std::uint32_t byte_len = 0;
+  std::uint32_t imm_data = 0;  ///< network order; or the invalidated R_Key with kWithInv
+  std::uint32_t qp_num = 0;
+  std::uint32_t src_qp = 0;
+  unsigned wc_flags = 0;
+  std::uint16_t pkey_index = 0;
+  std::uint16_t slid = 0;
+  std::uint8_t sl = 0;
+  std::uint8_t dlid_path_bits = 0;
+};
+
+}  // namespace uroce::transport

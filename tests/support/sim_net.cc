@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "support/sim_net.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "wire/roce_parser.h"
+
+namespace uroce::test {
+
+using namespace uroce::transport;
+
+SimHost::SimHost(SimNet& net, std::uint8_t id) : net_(net), id_(id) {
+  mac_ = {{0x02, 0, 0, 0, 0, id}};
+  ip_ = wire::IpAddr::from_v4(0x0A000000u | id);
+}
+
+const wire::RoceRoute& SimHost::route_to(const SimHost& peer) const { return routes_.at(peer.id_); }
+
+Qp& SimHost::create_qp(QpType type, std::uint32_t depth) {
+  QpInit init;
+  init.type = type;
+  // QPNs spread out, as a real device's are unpredictable.
+  init.qpn = (net_.next_qpn_ = (net_.next_qpn_ * 7919 + 0x1F3) & 0xFFFFFF) | 0x100;
+  init.max_send_wr = depth;
+  init.max_recv_wr = depth;
+  init.max_send_sge = 4;
+  init.max_recv_sge = 4;
+  init.max_inline_data = 128;
+  init.send_cq = &send_cq_;
+  init.recv_cq = &recv_cq_;
+  init.memory = &memory_;
+  qps_.push_back(std::make_unique<Qp>(init));
+  by_qpn_[init.qpn] = qps_.back().get();
+  return *qps_.back();
+}
+
+bool SimHost::transmit(const TxPacket& pkt) {
+  if (link_free_ > net_.now_) return false;  // the wire is busy
+  std::vector<std::uint8_t> payload(pkt.payload_len);
+  std::size_t off = 0;
+  for (std::uint32_t i = 0; i < pkt.payload_segs; ++i) {
+    std::copy(pkt.payload[i].begin(), pkt.payload[i].end(), payload.begin() + off);
+    off += pkt.payload[i].size();
+  }
+  std::vector<std::uint8_t> frame(
+      wire::roce_frame_length(*pkt.route, wire::opcode_info(pkt.bth.opcode), payload.size()));
+  if (wire::build_roce_frame(frame, *pkt.route, pkt.bth, pkt.ext, payload, ++ip_id_) !=
+      frame.size())
+    throw std::logic_error("the transport produced a packet lib/wire cannot build");
+  net_.send_frame(*this, std::move(frame));
+  return true;
+}
+
+SimNet::SimNet(std::uint64_t seed, std::uint64_t link_bps) : rng_(seed), link_bps_(link_bps) {}
+
+SimHost& SimNet::add_host() {
+  const auto id = static_cast<std::uint8_t>(hosts_.size() + 1);
+  hosts_.push_back(std::make_unique<SimHost>(*this, id));
+  SimHost& h = *hosts_.back();
+  for (auto& other : hosts_) {
+    if (other.get() == &h) continue;
+    for (auto [from, to] : {std::pair{&h, other.get()}, std::pair{other.get(), &h}}) {
+      wire::RoceRoute r;
+      r.src_mac = from->mac_;
+      r.dst_mac = to->mac_;
+      r.src_ip = from->ip_;
+      r.dst_ip = to->ip_;
+      from->routes_[to->id_] = r;
+    }
+  }
+  return h;
+}
+
+void SimNet::set_faults(const SimHost& from, const SimHost& to, const FaultModel& f) {
+  faults_[{from.id_, to.id_}] = f;
+}
+
+void SimNet::set_faults_all(const FaultModel& f) {
+  default_faults_ = f;
+  faults_.clear();
+}
+
+void SimNet::connect(Qp& a, SimHost& ha, Qp& b, SimHost& hb, const QpAttr& params) {
+  using namespace attr_mask;
+  auto bring_up = [&](Qp& q, SimHost& self, Qp& peer, SimHost& peer_host, std::uint32_t sq_psn,
+                      std::uint32_t rq_psn) {
+    QpAttr at = params;
+    at.qp_state = QpState::kInit;
+    at.qp_access_flags = access::kRemoteWrite | access::kRemoteRead | access::kRemoteAtomic;
+    if (q.modify(at, kState | kPkeyIndex | kPort | kAccessFlags, now_) != 0)
+      throw std::logic_error("INIT refused");
+    at.qp_state = QpState::kRtr;
+    at.route = self.route_to(peer_host);
+    at.route.udp_sport = wire::roce_udp_sport(q.qpn(), peer.qpn());
+    at.dest_qp_num = peer.qpn();
+    at.rq_psn = rq_psn;
+    if (q.modify(at, kState | kAv | kPathMtu | kDestQpn | kRqPsn | kMaxDestRdAtomic | kMinRnrTimer,
+                 now_) != 0)
+      throw std::logic_error("RTR refused");
+    at.qp_state = QpState::kRts;
+    at.sq_psn = sq_psn;
+    if (q.modify(at, kState | kSqPsn | kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic, now_) !=
+        0)
+      throw std::logic_error("RTS refused");
+  };
+  // Initial PSNs anywhere in the space, near the wrap included.
+  const auto psn_a = static_cast<std::uint32_t>(rng_()) & 0xFFFFFF;
+  const auto psn_b = static_cast<std::uint32_t>(rng_()) & 0xFFFFFF;
+  bring_up(a, ha, b, hb, psn_a, psn_b);
+  bring_up(b, hb, a, ha, psn_b, psn_a);
+}
+
+void SimNet::activate_ud(Qp& qp, std::uint32_t qkey) {
+  using namespace attr_mask;
+  QpAttr at;
+  at.qkey = qkey;
+  at.qp_state = QpState::kInit;
+  qp.modify(at, kState | kPkeyIndex | kPort | kQkey, now_);
+  at.qp_state = QpState::kRtr;
+  qp.modify(at, kState, now_);
+  at.qp_state = QpState::kRts;
+  at.sq_psn = static_cast<std::uint32_t>(rng_()) & 0xFFFFFF;
+  qp.modify(at, kState | kSqPsn, now_);
+}
+
+void SimNet::send_frame(SimHost& from, std::vector<std::uint8_t> frame) {
+  // Serialisation at the link rate: the next frame waits for this one.
+  const Nanos wire_ns = (frame.size() + 24) * 8 * 1'000'000'000ull / link_bps_;
+  from.link_free_ = now_ + std::max<Nanos>(wire_ns, 1);
+  ++stats_.frames;
+  stats_.bytes += frame.size();
+
+  // Route by destination IP, as the fabric would.
+  const wire::IpAddr dst = wire::IpAddr::from_v4(wire::load_be32(frame.data() + 14 + 16));
+  std::uint8_t to = 0;
+  for (auto& h : hosts_) {
+    if (h->ip_ == dst) to = h->id_;
+  }
+  if (to == 0) return;
+  const auto it = faults_.find({from.id_, to});
+  const FaultModel& f = it == faults_.end() ? default_faults_ : it->second;
+  std::uniform_real_distribution<double> u(0, 1);
+  const Nanos at = now_ + wire_ns + f.delay;
+  if ((f.cut_at != 0 && now_ >= f.cut_at) || u(rng_) < f.drop) {
+    ++stats_.dropped;
+    return;
+  }
+  if (u(rng_) < f.corrupt) {
+    // One bit flips past the Ethernet header: the ICRC (or an IP check)
+    // must catch it.
+    const std::size_t bit = 14 * 8 + rng_() % ((frame.size() - 14) * 8);
+    frame[bit / 8] ^= static_cast<std::uint8_t>(1u << (bit % 8));
+    ++stats_.corrupted;
+  }
+  Nanos extra = 0;
+  if (u(rng_) < f.reorder) {
+    extra = rng_() % (f.reorder_window + 1);
+    ++stats_.reordered;
+  }
+  if (u(rng_) < f.duplicate) {
+    ++stats_.duplicated;
+    arrivals_.push({at + rng_() % (f.reorder_window + 1), seq_++, to, frame});
+  }
+  arrivals_.push({at + extra, seq_++, to, std::move(frame)});
+}
+
+void SimNet::deliver(const Arrival& a) {
+  SimHost& h = *hosts_[a.host - 1];
+  wire::RocePacket pkt;
+  if (wire::parse_roce_frame(a.frame, pkt) != wire::DropReason::kNone) {
+    ++stats_.rejected;
+    return;
+  }
+  const auto it = h.by_qpn_.find(pkt.bth.dest_qp);
+  if (it == h.by_qpn_.end()) {
+    ++stats_.rejected;
+    return;
+  }
+  it->second->receive(pkt, now_);
+}
+
+bool SimNet::step(Nanos limit) {
+  // 1. Every host whose wire is free sends one packet from the next QP
+  // with work, round robin, until no host can send at this instant.
+  for (bool sent = true; sent;) {
+    sent = false;
+    for (auto& h : hosts_) {
+      if (h->link_free_ > now_ || h->qps_.empty()) continue;
+      for (std::size_t k = 0; k < h->qps_.size(); ++k) {
+        Qp& q = *h->qps_[(h->rr_ + k) % h->qps_.size()];
+        if (!q.has_work(now_) && q.state() != QpState::kErr) continue;
+        if (q.transmit(*h, 1, now_) > 0) {
+          h->rr_ = (h->rr_ + k + 1) % h->qps_.size();
+          sent = true;
+          break;
+        }
+      }
+    }
+  }
+  // 2. The next instant anything happens: an arrival, a timer, or a wire
+  // becoming free for a QP with work.
+  Nanos next = limit + 1;
+  if (!arrivals_.empty()) next = std::min(next, arrivals_.top().at);
+  for (auto& h : hosts_) {
+    for (auto& q : h->qps_) {
+      const Nanos d = q->next_deadline();
+      if (d != 0) next = std::min(next, std::max(d, now_));
+      if (q->has_work(now_) && h->link_free_ > now_) next = std::min(next, h->link_free_);
+    }
+  }
+  if (next > limit) {
+    now_ = limit;
+    return false;
+  }
+  now_ = std::max(now_, next);
+  // 3. Deliver what arrives now, then run the timers that are due.
+  while (!arrivals_.empty() && arrivals_.top().at <= now_) {
+    const Arrival a = arrivals_.top();
+    arrivals_.pop();
+    deliver(a);
+  }
+  for (auto& h : hosts_) {
+    for (auto& q : h->qps_) {
+      const Nanos d = q->next_deadline();
+      if (d != 0 && d <= now_) q->on_timer(now_);
+    }
+  }
+  return true;
+}
+
+bool SimNet::run_until(const std::function<bool()>& done, Nanos limit) {
+  while (!done()) {
+    if (now_ >= limit || !step(limit)) return done();
+  }
+  return true;
+}
+
+void SimNet::run_for(Nanos span) {
+  const Nanos end = now_ + span;
+  while (step(end)) {
+  }
+}
+
+}  // namespace uroce::test

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#pragma once
+
+// A deterministic network simulator for the transport: hosts with QPs, a
+// link between every pair with a bit rate and a seeded fault model, and
+// virtual time. Frames are real RoCEv2: built by lib/wire from what the
+// QPs transmit, possibly damaged on the way, then parsed and validated by
+// lib/wire before a QP sees them. Nothing here stands in for the
+// transport: QPs run exactly as in the engine.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <queue>
+#include <random>
+#include <vector>
+
+#include "support/sim_memory.h"
+#include "transport/qp.h"
+#include "wire/roce_frame.h"
+
+namespace uroce::test {
+
+using transport::Nanos;
+
+/// What the link does to each frame, decided by a seeded generator.
+struct FaultModel {
+  double drop = 0;       ///< probability a frame is lost
+  double duplicate = 0;  ///< probability it arrives twice
+  double reorder = 0;    ///< probability it is held back by up to reorder_window
+  double corrupt = 0;    ///< probability one bit flips (the ICRC catches it)
+  Nanos delay = 2000;    ///< one-way propagation delay
+  Nanos reorder_window = 20000;
+  Nanos cut_at = 0;  ///< from this time on every frame is lost (0: never)
+};
+
+/// Counts of what the simulated links did.
+struct SimStats {
+  std::uint64_t frames = 0;
+  std::uint64_t dropped = 0;
+  std::uint64_t duplicated = 0;
+  std::uint64_t reordered = 0;
+  std::uint64_t corrupted = 0;
+  std::uint64_t rejected = 0;  ///< frames lib/wire's parser refused on arrival
+  std::uint64_t bytes = 0;
+};
+
+class SimNet;
+
+/// One host: its address, memory, CQs and QPs.
+class SimHost : public transport::TxSink {
+ public:
+  SimHost(SimNet& net, std::uint8_t id);
+
+  SimMemory& memory() { return memory_; }
+  const wire::RoceRoute& route_to(const SimHost& peer) const;
+
+  /// Creates a QP; its CQs are the host's (one send CQ, one receive CQ).
+  transport::Qp& create_qp(transport::QpType type, std::uint32_t depth = 256);
+  transport::Cq& send_cq() { return send_cq_; }
+  transport::Cq& recv_cq() { return recv_cq_; }
+  const wire::IpAddr& ip() const { return ip_; }
+  const wire::MacAddr& mac() const { return mac_; }
+
+  bool transmit(const transport::TxPacket& pkt) override;
+
+ private:
+  friend class SimNet;
+  SimNet& net_;
+  std::uint8_t id_;
+  wire::MacAddr mac_;
+  wire::IpAddr ip_;
+  SimMemory memory_;
+  transport::Cq send_cq_{1 << 16};
+  transport::Cq recv_cq_{1 << 16};
+  std::vector<std::unique_ptr<transport::Qp>> qps_;
+  std::map<std::uint32_t, transport::Qp*> by_qpn_;
+  std::map<std::uint8_t, wire::RoceRoute> routes_;
+  std::size_t rr_ = 0;  ///< round-robin position over QPs
+  Nanos link_free_ = 0;
+  std::uint16_t ip_id_ = 0;
+  std::vector<std::uint8_t> frame_buf_;
+};
+
+class SimNet {
+ public:
+  explicit SimNet(std::uint64_t seed, std::uint64_t link_bps = 10'000'000'000);
+
+  SimHost& add_host();
+  /// The fault model of frames going from `from` to `to`.
+  void set_faults(const SimHost& from, const SimHost& to, const FaultModel& f);
+  void set_faults_all(const FaultModel& f);
+
+  /// Connects two RC or UC QPs to each other and brings both to RTS.
+  void connect(transport::Qp& a, SimHost& ha, transport::Qp& b, SimHost& hb,
+               const transport::QpAttr& params);
+  /// Brings a UD QP to RTS.
+  void activate_ud(transport::Qp& qp, std::uint32_t qkey);
+
+  Nanos now() const { return now_; }
+  const SimStats& stats() const { return stats_; }
+  std::mt19937_64& rng() { return rng_; }
+
+  /// Runs until `done` returns true or virtual time passes `limit`; returns
+  /// whether `done` became true. Ends early if nothing can ever happen.
+  bool run_until(const std::function<bool()>& done, Nanos limit);
+  /// Runs for `span` of virtual time.
+  void run_for(Nanos span);
+
+ private:
+  friend class SimHost;
+  struct Arrival {
+    Nanos at;
+    std::uint64_t seq;
+    std::uint8_t host;
+    std::vector<std::uint8_t> frame;
+    bool operator>(const Arrival& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+  };
+
+  void send_frame(SimHost& from, std::vector<std::uint8_t> frame);
+  void deliver(const Arrival& a);
+  bool step(Nanos limit);
+
+  std::mt19937_64 rng_;
+  std::uint64_t link_bps_;
+  Nanos now_ = 0;
+  std::uint64_t seq_ = 0;
+  std::vector<std::unique_ptr<SimHost>> hosts_;
+  std::map<std::pair<std::uint8_t, std::uint8_t>, FaultModel> faults_;
+  FaultModel default_faults_;
+  std::priority_queue<Arrival, std::vector<Arrival>, std::greater<>> arrivals_;
+  SimStats stats_;
+  std::uint32_t next_qpn_ = 0x11;
+};
+
+}  // namespace uroce::test
