@@ -27,7 +27,7 @@ void Qp::progress(Nanos now) {
   // the local ACK timeout back.
   comp_.retry_cnt = attr_.retry_cnt;
   comp_.rnr_retry = attr_.rnr_retry;
-  comp_.nak_retry_pending = false;
+  comp_.retry_pending = false;
   comp_.rto_deadline = 0;
   if (comp_.psn != req_.psn || sq_head_.load(std::memory_order_relaxed) != req_.wqe)
     arm_retransmit(now);
@@ -37,24 +37,28 @@ bool Qp::complete_acked(Psn psn, bool inclusive, Nanos now) {
   // Every SEND or WRITE whose last PSN the acknowledgement covers is done
   // (an implicit ACK, IBA 9.7.5.1.2). A READ or ATOMIC it covers whose
   // responses never came means they were lost: an implied NAK.
+  const Psn acked_to = inclusive ? psn + 1 : psn;  // first PSN not acknowledged
+  const Psn before = comp_.psn;
   std::uint64_t head = sq_head_.load(std::memory_order_relaxed);
-  bool moved = false;
   while (head != sq_tail()) {
     SendWqe& wqe = sq_at(head);
-    if (!wqe.started) break;
-    const bool covered = inclusive ? !wqe.last_psn.after(psn) : wqe.last_psn.before(psn);
-    if (!covered) break;
+    if (!wqe.started || !wqe.first_psn.before(acked_to)) break;
+    if (!wqe.last_psn.before(acked_to)) {
+      // Acknowledged part way: a long SEND or WRITE moves the window
+      // forward, so a loss later in it goes back only this far.
+      if (!is_rd_atomic(wqe.wr.opcode) && acked_to.after(comp_.psn)) comp_.psn = acked_to;
+      break;
+    }
     if (is_rd_atomic(wqe.wr.opcode)) {
       counters_.inc(Counter::kImpliedNakSeqErr);
-      retry(comp_.psn, /*rnr=*/false, now);
-      return moved;
+      retry(comp_.psn, RetryCause::kImpliedNak, now);
+      return comp_.psn != before;
     }
     complete_send(wqe, WcStatus::kSuccess);
     sq_head_.store(++head, std::memory_order_release);
     comp_.psn = wqe.last_psn + 1;
-    moved = true;
   }
-  return moved;
+  return comp_.psn != before;
 }
 
 void Qp::fail_head(WcStatus status) {
@@ -70,7 +74,15 @@ void Qp::fail_head(WcStatus status) {
   enter_error();
 }
 
-void Qp::retry(Psn from, bool rnr, Nanos now) {
+void Qp::retry(Psn from, RetryCause cause, Nanos now) {
+  // One retry sequence at a time (rxe's started_retry): responses and NAKs
+  // still in flight from before the restart would otherwise restart it
+  // again and again, each time burning retry budget. Only a timeout or an
+  // RNR NAK restarts from the same PSN twice.
+  if ((cause == RetryCause::kNak || cause == RetryCause::kImpliedNak) && comp_.retry_pending &&
+      comp_.retry_psn == from)
+    return;
+  const bool rnr = cause == RetryCause::kRnr;
   std::uint8_t& budget = rnr ? comp_.rnr_retry : comp_.retry_cnt;
   // rnr_retry 7 means retry forever (IBA 9.7.5.2.8); retry_cnt 7 does not
   // (rxe treats it as infinite too; the spec does not).
@@ -82,6 +94,8 @@ void Qp::retry(Psn from, bool rnr, Nanos now) {
     --budget;
   }
   go_back_n(from);
+  comp_.retry_pending = true;
+  comp_.retry_psn = from;
   comp_.rto_deadline = 0;
   if (!rnr) arm_retransmit(now);
 }
@@ -92,7 +106,7 @@ void Qp::on_read_response(const wire::RocePacket& pkt, SendWqe& wqe, Nanos now) 
   if (psn.after(comp_.psn)) {
     // A response went missing: ask again from the first one absent.
     counters_.inc(Counter::kImpliedNakSeqErr);
-    retry(comp_.psn, /*rnr=*/false, now);
+    retry(comp_.psn, RetryCause::kImpliedNak, now);
     return;
   }
   const std::uint32_t offset = static_cast<std::uint32_t>(psn - wqe.first_psn) * mtu();
@@ -156,22 +170,22 @@ void Qp::on_nak(const wire::RocePacket& pkt, Nanos now) {
   // Everything before the NAK's PSN was executed (IBA 9.7.5.1.3).
   if (complete_acked(psn, /*inclusive=*/false, now)) progress(now);
   if (state() == QpState::kErr) return;
+  // A READ or ATOMIC before the NAK's PSN still misses responses: that
+  // loss came first, and complete_acked already restarted from it. Going
+  // back to the NAK's PSN now would skip it.
+  const bool earlier_missing = comp_.psn.before(psn);
   if (syn.type == AethType::kRnrNak) {
     counters_.inc(Counter::kRcvdRnrErr);
     // Wait what the responder asked (its min_rnr_timer), then resend.
     comp_.rnr_until = now + Nanos{wire::rnr_timer_usec(syn.value)} * 1000;
     comp_.rto_deadline = 0;
-    retry(psn, /*rnr=*/true, now);
+    retry(earlier_missing ? comp_.psn : psn, RetryCause::kRnr, now);
     return;
   }
   switch (syn.nak_code()) {
     case NakCode::kPsnSequenceError:
       counters_.inc(Counter::kRcvdSeqErr);
-      // One retry per gap: a duplicated NAK does not restart again.
-      if (comp_.nak_retry_pending && comp_.nak_retry_psn == psn) return;
-      comp_.nak_retry_pending = true;
-      comp_.nak_retry_psn = psn;
-      retry(psn, /*rnr=*/false, now);
+      if (!earlier_missing) retry(psn, RetryCause::kNak, now);
       return;
     case NakCode::kInvalidRequest:
       fail_head(WcStatus::kRemInvReqErr);

@@ -326,13 +326,23 @@ std::uint32_t Qp::transmit(TxSink& sink, std::uint32_t budget, Nanos now) {
     flush();
     return 0;
   }
+  // Responses and requests take turns: a long READ response stream must
+  // not starve this QP's own requests (their ACK timer is running).
   std::uint32_t sent = 0;
   while (sent < budget) {
-    if (responder_send_one(sink, now) || requester_send_one(sink, now)) {
-      ++sent;
+    const bool response_first = !last_tx_was_response_;
+    bool ok;
+    if (response_first) {
+      ok = responder_send_one(sink, now);
+      last_tx_was_response_ = ok;
+      if (!ok) ok = requester_send_one(sink, now);
     } else {
-      break;
+      ok = requester_send_one(sink, now);
+      last_tx_was_response_ = !ok && responder_send_one(sink, now);
+      ok = ok || last_tx_was_response_;
     }
+    if (!ok) break;
+    ++sent;
   }
   complete_local_done();
   return sent;
@@ -371,7 +381,7 @@ void Qp::on_timer(Nanos now) {
         sq_head_.load(std::memory_order_relaxed) != req_.wqe || comp_.psn != req_.psn;
     if (!outstanding || state() == QpState::kErr) return;
     counters_.inc(Counter::kLocalAckTimeoutErr);
-    retry(comp_.psn, /*rnr=*/false, now);
+    retry(comp_.psn, RetryCause::kTimeout, now);
   }
 }
 

@@ -208,7 +208,8 @@ class Qp {
   void on_read_response(const wire::RocePacket& pkt, SendWqe& wqe, Nanos now);
   void on_atomic_ack(const wire::RocePacket& pkt, SendWqe& wqe, Nanos now);
   void on_nak(const wire::RocePacket& pkt, Nanos now);
-  void retry(wire::Psn from, bool rnr, Nanos now);
+  enum class RetryCause : std::uint8_t { kTimeout, kNak, kImpliedNak, kRnr };
+  void retry(wire::Psn from, RetryCause cause, Nanos now);
   void progress(Nanos now);
   void complete_local_done();
   void fail_head(WcStatus status);
@@ -229,6 +230,8 @@ class Qp {
   void queue_ack(wire::Psn psn, bool ack_req);
   void queue_nak(wire::Psn psn, wire::AethSyndrome syndrome);
   bool push_job(const RespJob& job);
+  RespJob* find_job(RespJob::Kind kind, std::uint32_t res);
+  void drop_jobs_after(wire::Psn psn);
   void responder_error(wire::Psn psn, wire::NakCode code, WcStatus local_status);
   void write_grh(const wire::RocePacket& pkt, std::uint8_t* grh) const;
   bool responder_send_one(TxSink& sink, Nanos now);
@@ -272,10 +275,10 @@ class Qp {
     wire::Psn psn;  ///< oldest PSN not yet acknowledged
     std::uint8_t retry_cnt = 0;
     std::uint8_t rnr_retry = 0;
-    Nanos rto_deadline = 0;  ///< 0: timer disarmed
-    Nanos rnr_until = 0;     ///< 0: not waiting out an RNR NAK
-    bool nak_retry_pending = false;
-    wire::Psn nak_retry_psn;
+    Nanos rto_deadline = 0;      ///< 0: timer disarmed
+    Nanos rnr_until = 0;         ///< 0: not waiting out an RNR NAK
+    bool retry_pending = false;  ///< restarted from retry_psn, no progress since
+    wire::Psn retry_psn;
   } comp_;
 
   // Responder (rxe resp.*).
@@ -299,6 +302,7 @@ class Qp {
   std::vector<RespResource> res_;
   std::uint32_t res_next_ = 0;
   std::vector<RespJob> jobs_;  ///< ring
+  bool last_tx_was_response_ = false;
   std::uint32_t jobs_head_ = 0;
   std::uint32_t jobs_count_ = 0;
 };

@@ -25,6 +25,28 @@ bool Qp::push_job(const RespJob& job) {
   return true;
 }
 
+Qp::RespJob* Qp::find_job(RespJob::Kind kind, std::uint32_t res) {
+  for (std::uint32_t k = 0; k < jobs_count_; ++k) {
+    RespJob& job = jobs_[(jobs_head_ + k) % jobs_.size()];
+    if (job.kind == kind && job.res == res) return &job;
+  }
+  return nullptr;
+}
+
+void Qp::drop_jobs_after(Psn psn) {
+  std::uint32_t kept = 0;
+  for (std::uint32_t k = 0; k < jobs_count_; ++k) {
+    const RespJob job = jobs_[(jobs_head_ + k) % jobs_.size()];
+    const bool obsolete = job.kind != RespJob::Kind::kAck && res_[job.res].first_psn.after(psn);
+    if (obsolete) {
+      --res_[job.res].busy;
+      continue;
+    }
+    jobs_[(jobs_head_ + kept++) % jobs_.size()] = job;
+  }
+  jobs_count_ = kept;
+}
+
 void Qp::queue_ack(Psn psn, bool ack_req) {
   // Acknowledge when asked, and at least every kAckCoalesceMax packets;
   // an ACK still waiting to go out is updated rather than doubled.
@@ -352,7 +374,17 @@ void Qp::responder_duplicate(const wire::RocePacket& pkt, Nanos /*now*/) {
         if (!r.valid || !r.is_read || psn.before(r.first_psn) || psn.after(r.last_psn) ||
             r.rkey != pkt.ext.reth.rkey)
           continue;
-        if (push_job({RespJob::Kind::kRead, psn, psn, AethSyndrome::ack(), r.msn, i})) ++r.busy;
+        // The requester went back to this PSN: responses queued for later
+        // PSNs are obsolete (it asks for them again), and a stream of this
+        // resource still queued restarts where asked (rxe replays the
+        // resource the same way). Without this, every duplicate adds a
+        // stream of its own, burying the responses the requester waits for.
+        drop_jobs_after(psn);
+        if (RespJob* job = find_job(RespJob::Kind::kRead, i)) {
+          job->psn = job->start = psn;
+        } else if (push_job({RespJob::Kind::kRead, psn, psn, AethSyndrome::ack(), r.msn, i})) {
+          ++r.busy;
+        }
         return;
       }
       return;
@@ -362,7 +394,8 @@ void Qp::responder_duplicate(const wire::RocePacket& pkt, Nanos /*now*/) {
       for (std::uint32_t i = 0; i < res_.size(); ++i) {
         RespResource& r = res_[i];
         if (!r.valid || r.is_read || r.first_psn != psn) continue;
-        if (push_job({RespJob::Kind::kAtomicAck, psn, psn, AethSyndrome::ack(), r.msn, i}))
+        if (!find_job(RespJob::Kind::kAtomicAck, i) &&
+            push_job({RespJob::Kind::kAtomicAck, psn, psn, AethSyndrome::ack(), r.msn, i}))
           ++r.busy;
         return;
       }

@@ -2,7 +2,10 @@
 #include "support/sim_net.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
+#include <string>
 
 #include "wire/roce_parser.h"
 
@@ -124,6 +127,26 @@ void SimNet::activate_ud(Qp& qp, std::uint32_t qkey) {
   qp.modify(at, kState | kSqPsn, now_);
 }
 
+namespace {
+
+// UROCE_SIM_TRACE=1 prints every frame's fate, for debugging a seed.
+const bool kTrace = std::getenv("UROCE_SIM_TRACE") != nullptr;
+
+void trace(Nanos now, const char* what, const std::vector<std::uint8_t>& frame) {
+  if (!kTrace || frame.size() < 54) return;
+  const wire::Bth bth = wire::Bth::parse(frame.data() + 42);
+  const auto& info = wire::opcode_info(bth.opcode);
+  std::printf("%12llu %-9s %-32s qp %06x psn %06x%s", static_cast<unsigned long long>(now), what,
+              std::string(info.name).c_str(), bth.dest_qp, bth.psn.value(),
+              bth.ack_req ? " A" : "");
+  if (info.has(wire::ExtHeader::kAeth))
+    std::printf(" aeth %02x msn %u", frame[42 + info.offset_of(wire::ExtHeader::kAeth)],
+                wire::load_be24(frame.data() + 43 + info.offset_of(wire::ExtHeader::kAeth)));
+  std::printf("\n");
+}
+
+}  // namespace
+
 void SimNet::send_frame(SimHost& from, std::vector<std::uint8_t> frame) {
   // Serialisation at the link rate: the next frame waits for this one.
   const Nanos wire_ns = (frame.size() + 24) * 8 * 1'000'000'000ull / link_bps_;
@@ -143,6 +166,7 @@ void SimNet::send_frame(SimHost& from, std::vector<std::uint8_t> frame) {
   std::uniform_real_distribution<double> u(0, 1);
   const Nanos at = now_ + wire_ns + f.delay;
   if ((f.cut_at != 0 && now_ >= f.cut_at) || u(rng_) < f.drop) {
+    trace(now_, "DROP", frame);
     ++stats_.dropped;
     return;
   }
@@ -162,6 +186,7 @@ void SimNet::send_frame(SimHost& from, std::vector<std::uint8_t> frame) {
     ++stats_.duplicated;
     arrivals_.push({at + rng_() % (f.reorder_window + 1), seq_++, to, frame});
   }
+  trace(now_, extra ? "send-late" : "send", frame);
   arrivals_.push({at + extra, seq_++, to, std::move(frame)});
 }
 
@@ -169,6 +194,7 @@ void SimNet::deliver(const Arrival& a) {
   SimHost& h = *hosts_[a.host - 1];
   wire::RocePacket pkt;
   if (wire::parse_roce_frame(a.frame, pkt) != wire::DropReason::kNone) {
+    trace(now_, "REJECT", a.frame);
     ++stats_.rejected;
     return;
   }
