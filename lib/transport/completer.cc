@@ -80,8 +80,18 @@ void Qp::retry(Psn from, RetryCause cause, Nanos now) {
   // again and again, each time burning retry budget. Only a timeout or an
   // RNR NAK restarts from the same PSN twice.
   if ((cause == RetryCause::kNak || cause == RetryCause::kImpliedNak) && comp_.retry_pending &&
-      comp_.retry_psn == from)
+      comp_.retry_psn == from) {
+    // Except once: READ responses beyond the restart point after it show
+    // the restarted stream lost its first response (or our request). Ask
+    // again at once, without spending retry budget, instead of waiting out
+    // the ACK timeout: on a lossy link a READ otherwise spends its whole
+    // retry_cnt on a few unlucky losses (seen at 10 % loss).
+    if (cause == RetryCause::kImpliedNak && !comp_.rerequested) {
+      comp_.rerequested = true;
+      go_back_n(from);
+    }
     return;
+  }
   const bool rnr = cause == RetryCause::kRnr;
   std::uint8_t& budget = rnr ? comp_.rnr_retry : comp_.retry_cnt;
   // rnr_retry 7 means retry forever (IBA 9.7.5.2.8); retry_cnt 7 does not
@@ -94,6 +104,7 @@ void Qp::retry(Psn from, RetryCause cause, Nanos now) {
     --budget;
   }
   go_back_n(from);
+  comp_.rerequested = false;
   comp_.retry_pending = true;
   comp_.retry_psn = from;
   comp_.rto_deadline = 0;

@@ -361,6 +361,11 @@ bool Qp::has_work(Nanos now) const {
   return true;
 }
 
+std::size_t Qp::state_bytes() const {
+  return sizeof(Qp) + sq_.capacity() * sizeof(SendWqe) + own_rq_.capacity_bytes() +
+         res_.capacity() * sizeof(RespResource) + jobs_.capacity() * sizeof(RespJob);
+}
+
 Nanos Qp::next_deadline() const {
   Nanos d = 0;
   for (Nanos t : {comp_.rto_deadline, comp_.rnr_until, req_.gate_retry_at}) {

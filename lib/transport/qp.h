@@ -134,6 +134,10 @@ class Qp {
   /// Runs the timers due at `now`.
   void on_timer(Nanos now);
 
+  /// Bytes of memory this QP holds: its object, queues and responder
+  /// resources.
+  std::size_t state_bytes() const;
+
  private:
   // A send WQE: the WR, inline data, and the requester's and completer's
   // progress on it.
@@ -231,7 +235,7 @@ class Qp {
   void queue_nak(wire::Psn psn, wire::AethSyndrome syndrome);
   bool push_job(const RespJob& job);
   RespJob* find_job(RespJob::Kind kind, std::uint32_t res);
-  void drop_jobs_after(wire::Psn psn);
+  bool drop_jobs_after(wire::Psn psn, wire::Psn* earliest);
   void responder_error(wire::Psn psn, wire::NakCode code, WcStatus local_status);
   void write_grh(const wire::RocePacket& pkt, std::uint8_t* grh) const;
   bool responder_send_one(TxSink& sink, Nanos now);
@@ -279,6 +283,7 @@ class Qp {
     Nanos rnr_until = 0;         ///< 0: not waiting out an RNR NAK
     bool retry_pending = false;  ///< restarted from retry_psn, no progress since
     wire::Psn retry_psn;
+    bool rerequested = false;  ///< the one free READ re-request of this retry
   } comp_;
 
   // Responder (rxe resp.*).

@@ -29,6 +29,7 @@ class RecvQueue {
   }
 
   std::uint32_t max_sge() const { return max_sge_; }
+  std::size_t capacity_bytes() const { return ring_.capacity() * sizeof(RecvWr); }
 
  private:
   std::vector<RecvWr> ring_;

@@ -33,18 +33,29 @@ Qp::RespJob* Qp::find_job(RespJob::Kind kind, std::uint32_t res) {
   return nullptr;
 }
 
-void Qp::drop_jobs_after(Psn psn) {
+bool Qp::drop_jobs_after(Psn psn, Psn* earliest) {
+  // Read response streams and atomic ACKs for PSNs after `psn`, and plain
+  // ACKs beyond it, are obsolete once the requester has gone back to
+  // `psn`: it asks for all of them again. NAKs stay.
   std::uint32_t kept = 0;
+  bool dropped = false;
   for (std::uint32_t k = 0; k < jobs_count_; ++k) {
     const RespJob job = jobs_[(jobs_head_ + k) % jobs_.size()];
-    const bool obsolete = job.kind != RespJob::Kind::kAck && res_[job.res].first_psn.after(psn);
-    if (obsolete) {
-      --res_[job.res].busy;
+    const bool response = job.kind != RespJob::Kind::kAck;
+    const Psn at = response ? res_[job.res].first_psn : job.psn;
+    const bool obsolete = at.after(psn) && (response || job.syndrome.type == wire::AethType::kAck);
+    if (!obsolete) {
+      jobs_[(jobs_head_ + kept++) % jobs_.size()] = job;
       continue;
     }
-    jobs_[(jobs_head_ + kept++) % jobs_.size()] = job;
+    if (response) {
+      --res_[job.res].busy;
+      if (!dropped || at.before(*earliest)) *earliest = at;
+      dropped = true;
+    }
   }
   jobs_count_ = kept;
+  return dropped;
 }
 
 void Qp::queue_ack(Psn psn, bool ack_req) {
@@ -365,6 +376,12 @@ void Qp::responder_execute(const wire::RocePacket& pkt, Nanos /*now*/) {
 void Qp::responder_duplicate(const wire::RocePacket& pkt, Nanos /*now*/) {
   counters_.inc(Counter::kDuplicateRequest);
   const Psn psn = pkt.bth.psn;
+  // The requester went back to this PSN (go-back-N): what is queued for
+  // later PSNs is obsolete, since it asks for all of it again, and answers
+  // must keep PSN order. Queued behind a long READ stream that every
+  // duplicate READ restarts, an answer to an earlier PSN would never go.
+  Psn first_dropped;
+  const bool dropped = drop_jobs_after(psn, &first_dropped);
   switch (pkt.info->operation) {
     case Operation::kRdmaReadRequest:
       // Re-execute from the duplicate's PSN, out of the saved resource
@@ -374,12 +391,8 @@ void Qp::responder_duplicate(const wire::RocePacket& pkt, Nanos /*now*/) {
         if (!r.valid || !r.is_read || psn.before(r.first_psn) || psn.after(r.last_psn) ||
             r.rkey != pkt.ext.reth.rkey)
           continue;
-        // The requester went back to this PSN: responses queued for later
-        // PSNs are obsolete (it asks for them again), and a stream of this
-        // resource still queued restarts where asked (rxe replays the
-        // resource the same way). Without this, every duplicate adds a
-        // stream of its own, burying the responses the requester waits for.
-        drop_jobs_after(psn);
+        // A stream of this resource still queued (it is the last job now)
+        // restarts where asked, as rxe replays its current resource.
         if (RespJob* job = find_job(RespJob::Kind::kRead, i)) {
           job->psn = job->start = psn;
         } else if (push_job({RespJob::Kind::kRead, psn, psn, AethSyndrome::ack(), r.msn, i})) {
@@ -400,11 +413,17 @@ void Qp::responder_duplicate(const wire::RocePacket& pkt, Nanos /*now*/) {
         return;
       }
       return;
-    default:
+    default: {
       // IBA C9-105: a duplicate SEND or WRITE is acknowledged with the
-      // newest executed PSN, not the duplicate's.
-      queue_nak(resp_.epsn - 1, AethSyndrome::ack());
+      // newest executed PSN, not the duplicate's; but not past a READ or
+      // ATOMIC whose answer was just dropped, which the requester would
+      // otherwise take as lost (an implied NAK).
+      Psn ack = resp_.epsn - 1;
+      if (dropped && first_dropped.before(resp_.epsn)) ack = first_dropped - 1;
+      if (ack.before(psn)) ack = psn;
+      queue_nak(ack, AethSyndrome::ack());
       return;
+    }
   }
 }
 
