@@ -18,17 +18,20 @@ bash scripts/setup.sh
 passed=0
 failed=0
 
-# run_suite DIR CMAKE_ARGS...: configure, build and ctest one build tree.
+# run_suite SEEDS DIR CMAKE_ARGS...: configure, build and ctest one build
+# tree; SEEDS is how many random seeds the transport's property tests run
+# per loss level (sanitizer builds run fewer: they are 5-20 times slower).
 run_suite() {
-  local dir=$1
-  shift
+  local seeds=$1 dir=$2
+  shift 2
   echo "==> $dir: configure, build, test"
   cmake -S "$root" -B "$dir" -G Ninja "$@" >/dev/null
   cmake --build "$dir" -j "$jobs"
   local log
   log=$(mktemp)
   local status=0
-  ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 600 | tee "$log" || status=$?
+  UROCE_SIM_SEEDS=$seeds ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 1200 |
+    tee "$log" || status=$?
   local line
   line=$(grep -E 'tests passed, [0-9]+ tests failed out of [0-9]+' "$log" | tail -1 || true)
   rm -f "$log"
@@ -44,9 +47,9 @@ run_suite() {
   return "$status"
 }
 
-run_suite build
-run_suite build-asan -DUROCE_SANITIZE=address -DUROCE_BUILD_BENCH=OFF
-run_suite build-tsan -DUROCE_SANITIZE=thread -DUROCE_BUILD_BENCH=OFF
+run_suite "${UROCE_SIM_SEEDS:-1000}" build
+run_suite 150 build-asan -DUROCE_SANITIZE=address -DUROCE_BUILD_BENCH=OFF
+run_suite 60 build-tsan -DUROCE_SANITIZE=thread -DUROCE_BUILD_BENCH=OFF
 
 echo "==> build-fuzz: libFuzzer targets, ${fuzz_seconds}s each"
 CC=clang CXX=clang++ cmake -S "$root" -B build-fuzz -G Ninja -DUROCE_FUZZ=ON \

@@ -55,8 +55,10 @@ bool Qp::complete_acked(Psn psn, bool inclusive, Nanos now) {
       return comp_.psn != before;
     }
     complete_send(wqe, WcStatus::kSuccess);
-    sq_head_.store(++head, std::memory_order_release);
     comp_.psn = wqe.last_psn + 1;
+    // Releasing the slot hands it back to post_send: nothing reads the
+    // WQE after this store.
+    sq_head_.store(++head, std::memory_order_release);
   }
   return comp_.psn != before;
 }
