@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <ostream>
 #include <memory>
 #include <random>
 #include <string>
@@ -304,6 +305,9 @@ struct Level {
   const char* name;
   FaultModel faults;
 };
+
+// How ctest and gtest name a level.
+void PrintTo(const Level& level, std::ostream* os) { *os << level.name; }
 
 class SimProperty : public ::testing::TestWithParam<Level> {};
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <ostream>
 #include <random>
 #include <set>
 
@@ -183,6 +184,10 @@ struct RouteCase {
   bool ipv6;
   bool vlan;
 };
+
+void PrintTo(const RouteCase& c, std::ostream* os) {
+  *os << (c.ipv6 ? "IPv6" : "IPv4") << (c.vlan ? "+802.1Q" : "");
+}
 
 class EveryOpcode : public ::testing::TestWithParam<RouteCase> {};
 

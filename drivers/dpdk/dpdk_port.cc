@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "dpdk/dpdk_port.h"
+
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace uroce::dpdk {
+
+namespace {
+
+// Frames carry Ethernet + 802.1Q + the IP packet; an mbuf holds a whole
+// frame so the parser sees it contiguous.
+constexpr std::uint32_t kL2Overhead = 14 + 4 + 4;
+
+std::string errstr(const char* what, int rc) {
+  return std::string(what) + ": " + std::strerror(rc < 0 ? -rc : rc);
+}
+
+}  // namespace
+
+std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOptions& opts,
+                                         std::string* error) {
+  std::uint16_t id;
+  if (rte_eth_dev_get_port_by_name(device.substr(0, device.find(',')).c_str(), &id) != 0) {
+    *error = "no DPDK port for device '" + device + "'";
+    return nullptr;
+  }
+  std::unique_ptr<DpdkPort> p(new DpdkPort());
+  p->port_id_ = id;
+
+  rte_eth_dev_info info;
+  if (int rc = rte_eth_dev_info_get(id, &info); rc != 0) {
+    *error = errstr("rte_eth_dev_info_get", rc);
+    return nullptr;
+  }
+  std::uint16_t mtu = 1500;
+  rte_eth_dev_get_mtu(id, &mtu);
+  if (opts.mtu != 0) mtu = static_cast<std::uint16_t>(opts.mtu);
+  p->mtu_ = mtu;
+
+  const std::uint32_t room = std::max<std::uint32_t>(RTE_MBUF_DEFAULT_DATAROOM, mtu + kL2Overhead);
+  const unsigned n = opts.rx_desc + opts.tx_desc + 4096;
+  const std::string pool_name = "uroce_pool" + std::to_string(id);
+  p->pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), n, 256, 0,
+                                     static_cast<std::uint16_t>(room + RTE_PKTMBUF_HEADROOM),
+                                     static_cast<int>(rte_eth_dev_socket_id(id)));
+  if (!p->pool_) {
+    *error = "cannot create the mbuf pool (" + std::to_string(n) + " mbufs of " +
+             std::to_string(room) + " bytes): " + rte_strerror(rte_errno);
+    return nullptr;
+  }
+  rte_eth_conf conf{};
+  if (opts.mtu != 0) conf.rxmode.mtu = opts.mtu;
+  if (int rc = rte_eth_dev_configure(id, 1, 1, &conf); rc != 0) {
+    *error = errstr("rte_eth_dev_configure", rc);
+    return nullptr;
+  }
+  std::uint16_t rxd = opts.rx_desc, txd = opts.tx_desc;
+  rte_eth_dev_adjust_nb_rx_tx_desc(id, &rxd, &txd);
+  const int socket = rte_eth_dev_socket_id(id);
+  if (int rc = rte_eth_rx_queue_setup(id, 0, rxd, socket, nullptr, p->pool_); rc != 0) {
+    *error = errstr("rte_eth_rx_queue_setup", rc);
+    return nullptr;
+  }
+  if (int rc = rte_eth_tx_queue_setup(id, 0, txd, socket, nullptr); rc != 0) {
+    *error = errstr("rte_eth_tx_queue_setup", rc);
+    return nullptr;
+  }
+  if (opts.mtu != 0) rte_eth_dev_set_mtu(id, static_cast<std::uint16_t>(opts.mtu));
+  if (int rc = rte_eth_dev_start(id); rc != 0) {
+    *error = errstr("rte_eth_dev_start", rc);
+    return nullptr;
+  }
+  rte_ether_addr mac;
+  rte_eth_macaddr_get(id, &mac);
+  std::copy(std::begin(mac.addr_bytes), std::end(mac.addr_bytes), p->mac_.bytes.begin());
+  return p;
+}
+
+DpdkPort::~DpdkPort() {
+  rte_eth_dev_stop(port_id_);
+  rte_eth_dev_close(port_id_);
+  if (pool_) rte_mempool_free(pool_);
+}
+
+std::uint16_t DpdkPort::rx_burst(engine::RxFrame* out, std::uint16_t max) {
+  rte_mbuf* m[64];
+  const std::uint16_t n = rte_eth_rx_burst(port_id_, 0, m, std::min<std::uint16_t>(max, 64));
+  std::uint16_t k = 0;
+  for (std::uint16_t i = 0; i < n; ++i) {
+    if (m[i]->nb_segs != 1) {
+      // Chained mbufs: the pool is sized for whole frames, so only a
+      // frame longer than the MTU gets here.
+      rte_pktmbuf_free(m[i]);
+      continue;
+    }
+    out[k].data = wire::ConstBytes(rte_pktmbuf_mtod(m[i], const std::uint8_t*), m[i]->data_len);
+    out[k].handle = m[i];
+    ++k;
+  }
+  return k;
+}
+
+void DpdkPort::rx_release(engine::RxFrame* frames, std::uint16_t n) {
+  rte_mbuf* m[64];
+  for (std::uint16_t i = 0; i < n; ++i) m[i] = static_cast<rte_mbuf*>(frames[i].handle);
+  rte_pktmbuf_free_bulk(m, n);
+}
+
+bool DpdkPort::tx_alloc(std::uint32_t size, engine::TxFrame& out) {
+  rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+  if (!m) return false;
+  if (size > rte_pktmbuf_tailroom(m)) {
+    rte_pktmbuf_free(m);
+    return false;
+  }
+  out.room = wire::Bytes(rte_pktmbuf_mtod(m, std::uint8_t*), rte_pktmbuf_tailroom(m));
+  out.length = 0;
+  out.handle = m;
+  return true;
+}
+
+std::uint16_t DpdkPort::tx_burst(engine::TxFrame* frames, std::uint16_t n) {
+  rte_mbuf* m[80];
+  n = std::min<std::uint16_t>(n, 80);
+  for (std::uint16_t i = 0; i < n; ++i) {
+    m[i] = static_cast<rte_mbuf*>(frames[i].handle);
+    m[i]->data_len = static_cast<std::uint16_t>(frames[i].length);
+    m[i]->pkt_len = frames[i].length;
+  }
+  return rte_eth_tx_burst(port_id_, 0, m, n);
+}
+
+void DpdkPort::tx_free(engine::TxFrame& frame) {
+  rte_pktmbuf_free(static_cast<rte_mbuf*>(frame.handle));
+  frame.handle = nullptr;
+}
+
+bool DpdkPort::link_up() const {
+  rte_eth_link link{};
+  rte_eth_link_get_nowait(port_id_, &link);
+  return link.link_status == RTE_ETH_LINK_UP;
+}
+
+std::uint32_t DpdkPort::speed_mbps() const {
+  rte_eth_link link{};
+  rte_eth_link_get_nowait(port_id_, &link);
+  return link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN ? 0 : link.link_speed;
+}
+
+}  // namespace uroce::dpdk

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#pragma once
+
+// A uroce Port on a DPDK ethdev: net_af_packet on a veth, net_memif,
+// net_ring, net_tap or a PCI NIC.
+
+#include <rte_mbuf.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/port.h"
+
+namespace uroce::dpdk {
+
+struct PortOptions {
+  std::uint16_t rx_desc = 1024;
+  std::uint16_t tx_desc = 1024;
+  std::uint32_t mtu = 0;  ///< 0: keep the device's
+};
+
+class DpdkPort : public engine::Port {
+ public:
+  /// Opens the ethdev EAL probed for `device` (see EalOptions::devices).
+  /// On failure returns null with the reason in *error.
+  static std::unique_ptr<DpdkPort> open(const std::string& device, const PortOptions& opts,
+                                        std::string* error);
+  ~DpdkPort() override;
+
+  std::uint16_t rx_burst(engine::RxFrame* out, std::uint16_t max) override;
+  void rx_release(engine::RxFrame* frames, std::uint16_t n) override;
+  bool tx_alloc(std::uint32_t size, engine::TxFrame& out) override;
+  std::uint16_t tx_burst(engine::TxFrame* frames, std::uint16_t n) override;
+  void tx_free(engine::TxFrame& frame) override;
+  wire::MacAddr mac() const override { return mac_; }
+  std::uint32_t mtu() const override { return mtu_; }
+  bool link_up() const override;
+  std::uint32_t speed_mbps() const override;
+
+  std::uint16_t port_id() const { return port_id_; }
+
+ private:
+  DpdkPort() = default;
+  std::uint16_t port_id_ = 0;
+  rte_mempool* pool_ = nullptr;
+  wire::MacAddr mac_;
+  std::uint32_t mtu_ = 1500;
+};
+
+}  // namespace uroce::dpdk

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "dpdk/eal.h"
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <unistd.h>
+
+#include <mutex>
+#include <regex>
+#include <thread>
+
+namespace uroce::dpdk {
+
+bool is_pci_address(const std::string& device) {
+  static const std::regex pci("^([0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-7]$");
+  return std::regex_match(device, pci);
+}
+
+std::vector<std::string> eal_arguments(const EalOptions& opts) {
+  std::vector<std::string> a = {"uroce"};
+  // lcore 0 may run on any CPU: uroce's poll thread must not be nailed to
+  // one core of a small machine.
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  a.push_back("--lcores");
+  a.push_back(cpus > 1 ? "0@(0-" + std::to_string(cpus - 1) + ")" : "0@0");
+  // A private, file-less instance per process: several uroce programs run
+  // side by side without sharing DPDK state.
+  a.push_back("--file-prefix");
+  a.push_back("uroce-" + std::to_string(getpid()));
+  if (opts.hugepages) {
+    a.push_back("--in-memory");
+  } else {
+    a.push_back("--no-huge");
+    a.push_back("--no-shconf");
+  }
+  a.push_back("-m");
+  a.push_back(std::to_string(opts.memory_mb));
+  a.push_back("--no-telemetry");
+  a.push_back("--log-level=" + opts.log_level);
+  bool pci = false;
+  for (const std::string& d : opts.devices) {
+    if (is_pci_address(d)) {
+      a.push_back("-a");
+      pci = true;
+    } else {
+      a.push_back("--vdev");
+    }
+    a.push_back(d);
+  }
+  if (!pci) a.push_back("--no-pci");
+  a.insert(a.end(), opts.args.begin(), opts.args.end());
+  return a;
+}
+
+std::string eal_init(const EalOptions& opts) {
+  static std::mutex mu;
+  static bool done = false;
+  std::lock_guard lock(mu);
+  if (done) return {};
+  std::vector<std::string> args = eal_arguments(opts);
+  std::vector<char*> argv;
+  for (std::string& s : args) argv.push_back(s.data());
+  int ret = 0;
+  int err = 0;
+  std::thread t([&] {
+    ret = rte_eal_init(static_cast<int>(argv.size()), argv.data());
+    err = rte_errno;
+  });
+  t.join();
+  if (ret < 0) return std::string("rte_eal_init failed: ") + rte_strerror(err);
+  done = true;
+  return {};
+}
+
+}  // namespace uroce::dpdk

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#pragma once
+
+// DPDK's Environment Abstraction Layer, initialised once per process.
+// rte_eal_init pins the calling thread to the main lcore; uroce lives in
+// other people's programs, so it calls it from a thread of its own and the
+// program's threads keep their CPU affinity.
+
+#include <string>
+#include <vector>
+
+namespace uroce::dpdk {
+
+struct EalOptions {
+  /// Extra EAL arguments from the configuration, appended last.
+  std::vector<std::string> args;
+  /// Devices to probe: vdev strings ("net_af_packet0,iface=veth1") or PCI
+  /// addresses ("0000:03:00.0").
+  std::vector<std::string> devices;
+  /// Back memory with hugepages (net_memif needs them); else --no-huge.
+  bool hugepages = false;
+  /// Memory for EAL in MB (mempools come from it).
+  unsigned memory_mb = 512;
+  std::string log_level = "error";
+};
+
+/// Initialises EAL with `opts` unless it already is. Returns an empty
+/// string on success, else what went wrong. Thread-safe.
+std::string eal_init(const EalOptions& opts);
+
+/// The argument vector eal_init passes to rte_eal_init (for logs and tests).
+std::vector<std::string> eal_arguments(const EalOptions& opts);
+
+/// True for a PCI address such as 0000:03:00.0 or 03:00.0.
+bool is_pci_address(const std::string& device);
+
+}  // namespace uroce::dpdk

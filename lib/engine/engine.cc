@@ -1,0 +1,359 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "wire/arp.h"
+#include "wire/icmp.h"
+#include "wire/icrc.h"
+#include "wire/mac_control.h"
+#include "wire/roce_parser.h"
+
+namespace uroce::engine {
+
+using wire::ConstBytes;
+
+Engine::Engine(Port& port, EngineConfig cfg)
+    : port_(port), cfg_(std::move(cfg)), mac_(port.mac()), fault_(cfg_.fault) {}
+
+void Engine::attach(transport::Qp& qp) {
+  std::lock_guard lock(mu_);
+  qps_[qp.qpn()] = &qp;
+  order_.push_back(&qp);
+}
+
+void Engine::detach(std::uint32_t qpn) {
+  std::lock_guard lock(mu_);
+  const auto it = qps_.find(qpn);
+  if (it == qps_.end()) return;
+  order_.erase(std::remove(order_.begin(), order_.end(), it->second), order_.end());
+  qps_.erase(it);
+}
+
+bool Engine::is_local(const wire::IpAddr& ip) const {
+  return std::find(cfg_.addresses.begin(), cfg_.addresses.end(), ip) != cfg_.addresses.end();
+}
+
+std::uint32_t Engine::poll(Nanos now) {
+  std::lock_guard lock(mu_);
+  std::uint32_t work = 0;
+  run_once(now, &work);
+  return work;
+}
+
+bool Engine::try_poll(Nanos now, std::uint32_t* work) {
+  std::unique_lock lock(mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return false;
+  std::uint32_t w = 0;
+  run_once(now, &w);
+  if (work) *work = w;
+  return true;
+}
+
+void Engine::run_once(Nanos now, std::uint32_t* work) {
+  RxFrame frames[64];
+  const std::uint16_t n = port_.rx_burst(frames, std::min<std::uint16_t>(cfg_.rx_burst, 64));
+  if (n > 0) {
+    counters_.inc(EngineCounter::kRxBursts);
+    counters_.inc(EngineCounter::kRxFrames, n);
+  }
+  for (std::uint16_t i = 0; i < n; ++i) receive(frames[i].data, now);
+  if (n > 0) port_.rx_release(frames, n);
+  // Frames held back by reorder injection arrive after this burst.
+  if (!rx_held_.empty()) {
+    auto held = std::move(rx_held_);
+    rx_held_.clear();
+    for (const auto& f : held) receive_one(f, now);
+  }
+  run_timers(now);
+  *work = n + run_tx(now);
+}
+
+void Engine::receive(ConstBytes frame, Nanos now) {
+  if (!fault_.enabled()) {
+    receive_one(frame, now);
+    return;
+  }
+  const FaultDecision d = fault_.rx();
+  if (d.drop) {
+    counters_.inc(EngineCounter::kFaultDropped);
+    return;
+  }
+  ConstBytes f = frame;
+  if (d.corrupt && frame.size() > 14) {
+    scratch_.assign(frame.begin(), frame.end());
+    const std::size_t bit = fault_.pick_bit(frame.size());
+    scratch_[bit / 8] ^= static_cast<std::uint8_t>(1u << (bit % 8));
+    f = scratch_;
+    counters_.inc(EngineCounter::kFaultCorrupted);
+  }
+  if (d.reorder) {
+    rx_held_.emplace_back(f.begin(), f.end());
+    counters_.inc(EngineCounter::kFaultReordered);
+    return;
+  }
+  receive_one(f, now);
+  if (d.duplicate) {
+    counters_.inc(EngineCounter::kFaultDuplicated);
+    receive_one(f, now);
+  }
+}
+
+void Engine::receive_one(ConstBytes frame, Nanos now) {
+  if (frame.size() < wire::EthHdr::kSize) {
+    counters_.drop(wire::DropReason::kShortFrame);
+    return;
+  }
+  std::uint16_t type = wire::load_be16(frame.data() + 12);
+  std::size_t l3 = wire::EthHdr::kSize;
+  if (type == wire::ether_type::kVlan && frame.size() >= l3 + 4) {
+    type = wire::load_be16(frame.data() + l3 + 2);
+    l3 += 4;
+  }
+  switch (type) {
+    case wire::ether_type::kArp:
+      counters_.inc(EngineCounter::kRxArp);
+      on_arp(frame);
+      return;
+    case wire::ether_type::kMacControl:
+      // PFC and PAUSE: lib/pfc acts on them once it exists.
+      counters_.inc(EngineCounter::kRxMacControl);
+      return;
+    case wire::ether_type::kIpv4:
+      if (frame.size() >= l3 + 20 && frame[l3 + 9] == wire::ip_proto::kIcmp) {
+        on_icmp(frame);
+        return;
+      }
+      break;
+    case wire::ether_type::kIpv6:
+      break;
+    default:
+      counters_.inc(EngineCounter::kRxOther);
+      return;
+  }
+  wire::RocePacket pkt;
+  const wire::DropReason r = wire::parse_roce_frame(frame, pkt);
+  if (r != wire::DropReason::kNone) {
+    // Other UDP and IP traffic is not ours to judge; RoCEv2 that fails a
+    // check is counted under its reason.
+    if (r == wire::DropReason::kNotRoceV2Port || r == wire::DropReason::kNotUdp) {
+      counters_.inc(EngineCounter::kRxOther);
+    } else {
+      counters_.drop(r);
+    }
+    return;
+  }
+  counters_.inc(EngineCounter::kRxRoce);
+  if (!is_local(pkt.dst_ip)) {
+    counters_.inc(EngineCounter::kRxNotOurIp);
+    return;
+  }
+  const auto it = qps_.find(pkt.bth.dest_qp);
+  if (it == qps_.end()) {
+    counters_.inc(EngineCounter::kRxUnknownQpn);
+    return;
+  }
+  it->second->receive(pkt, now);
+}
+
+void Engine::on_arp(ConstBytes frame) {
+  wire::ArpPacket arp;
+  if (!wire::parse_arp_frame(frame, arp)) return;
+  if (arp.sender_ip != 0) neighbors_.learn(wire::IpAddr::from_v4(arp.sender_ip), arp.sender_mac);
+  if (arp.op != wire::ArpOp::kRequest || !is_local(wire::IpAddr::from_v4(arp.target_ip))) return;
+  std::uint8_t reply[wire::kMinFrameSize];
+  if (wire::build_arp_reply(reply, arp, mac_, arp.target_ip) == 0) return;
+  send_raw(reply);
+  counters_.inc(EngineCounter::kTxArpReply);
+}
+
+void Engine::on_icmp(ConstBytes frame) {
+  std::uint8_t reply[2048];
+  if (frame.size() > sizeof(reply)) return;
+  // Only echo requests to one of our addresses are answered.
+  const std::size_t l3 = wire::load_be16(frame.data() + 12) == wire::ether_type::kVlan ? 18 : 14;
+  if (!is_local(wire::IpAddr::from_v4_bytes(frame.data() + l3 + 16))) return;
+  const std::size_t n = wire::build_icmp_echo_reply(reply, frame);
+  if (n == 0) return;
+  counters_.inc(EngineCounter::kRxIcmpEcho);
+  send_raw(ConstBytes(reply, n));
+}
+
+void Engine::send_raw(ConstBytes frame) {
+  TxFrame f;
+  if (!port_.tx_alloc(static_cast<std::uint32_t>(frame.size()), f)) {
+    counters_.inc(EngineCounter::kTxDropped);
+    return;
+  }
+  std::memcpy(f.room.data(), frame.data(), frame.size());
+  f.length = static_cast<std::uint32_t>(frame.size());
+  transmit_frames(&f, 1);
+}
+
+void Engine::send_arp_request(const wire::IpAddr& target) {
+  const auto src = std::find_if(cfg_.addresses.begin(), cfg_.addresses.end(),
+                                [](const wire::IpAddr& a) { return a.is_v4(); });
+  if (src == cfg_.addresses.end() || !target.is_v4()) return;
+  std::uint8_t req[wire::kMinFrameSize];
+  wire::build_arp_request(req, mac_, src->v4(), target.v4());
+  send_raw(req);
+  counters_.inc(EngineCounter::kTxArpRequest);
+}
+
+std::optional<wire::MacAddr> Engine::resolve(const wire::IpAddr& ip,
+                                             std::chrono::milliseconds timeout) {
+  if (auto mac = neighbors_.lookup(ip)) return mac;
+  if (!ip.is_v4()) return std::nullopt;  // IPv6 neighbour discovery: not yet
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto next_request = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (std::chrono::steady_clock::now() >= next_request) {
+      std::lock_guard lock(mu_);
+      send_arp_request(ip);
+      next_request = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+    }
+    try_poll(now_ns());
+    if (auto mac = neighbors_.lookup(ip)) return mac;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return std::nullopt;
+}
+
+std::optional<wire::RoceRoute> Engine::route_to(const wire::IpAddr& src, const wire::IpAddr& dst,
+                                                std::chrono::milliseconds timeout) {
+  wire::RoceRoute r;
+  r.src_mac = mac_;
+  r.src_ip = src;
+  r.dst_ip = dst;
+  if (is_local(dst)) {
+    r.dst_mac = mac_;  // loopback inside the device: not yet delivered internally
+  } else {
+    const auto mac = resolve(dst, timeout);
+    if (!mac) return std::nullopt;
+    r.dst_mac = *mac;
+  }
+  return r;
+}
+
+void Engine::run_timers(Nanos now) {
+  for (transport::Qp* qp : order_) {
+    const Nanos d = qp->next_deadline();
+    if (d != 0 && d <= now) qp->on_timer(now);
+  }
+}
+
+std::uint32_t Engine::run_tx(Nanos now) {
+  std::uint32_t sent = 0;
+  const std::size_t n = order_.size();
+  for (std::size_t k = 0; k < n && !sink_.full(); ++k) {
+    transport::Qp* qp = order_[(rr_ + k) % n];
+    if (!qp->has_work(now)) continue;
+    sent += qp->transmit(sink_, cfg_.tx_budget_per_qp, now);
+  }
+  if (n > 0) rr_ = (rr_ + 1) % n;
+  sink_.flush();
+  return sent;
+}
+
+void Engine::transmit_frames(TxFrame* frames, std::uint16_t n) {
+  if (fault_.enabled()) {
+    // Transmit-side impairments: drop, corrupt, duplicate, hold back.
+    TxFrame out[2 * 32 + 8];
+    std::uint16_t m = 0;
+    for (std::uint16_t i = 0; i < n && std::size_t{m} + 2 < std::size(out); ++i) {
+      TxFrame& f = frames[i];
+      const FaultDecision d = fault_.tx();
+      if (d.drop) {
+        counters_.inc(EngineCounter::kFaultDropped);
+        port_.tx_free(f);
+        continue;
+      }
+      if (d.corrupt && f.length > 14) {
+        const std::size_t bit = fault_.pick_bit(f.length);
+        f.room[bit / 8] ^= static_cast<std::uint8_t>(1u << (bit % 8));
+        counters_.inc(EngineCounter::kFaultCorrupted);
+      }
+      if (d.duplicate) {
+        TxFrame copy;
+        if (port_.tx_alloc(f.length, copy)) {
+          std::memcpy(copy.room.data(), f.room.data(), f.length);
+          copy.length = f.length;
+          out[m++] = copy;
+          counters_.inc(EngineCounter::kFaultDuplicated);
+        }
+      }
+      if (d.reorder && tx_held_.size() < 16) {
+        tx_held_.push_back(f);
+        counters_.inc(EngineCounter::kFaultReordered);
+        continue;
+      }
+      out[m++] = f;
+    }
+    // Held frames go out behind this burst.
+    while (!tx_held_.empty() && std::size_t{m} < std::size(out) && n > 0) {
+      out[m++] = tx_held_.back();
+      tx_held_.pop_back();
+    }
+    frames = out;
+    n = m;
+    const std::uint16_t sent = n ? port_.tx_burst(frames, n) : 0;
+    counters_.inc(EngineCounter::kTxFrames, sent);
+    for (std::uint16_t i = sent; i < n; ++i) {
+      port_.tx_free(frames[i]);
+      counters_.inc(EngineCounter::kTxDropped);
+    }
+    return;
+  }
+  const std::uint16_t sent = port_.tx_burst(frames, n);
+  counters_.inc(EngineCounter::kTxFrames, sent);
+  // A full transmit queue drops like a congested link: go-back-N recovers.
+  for (std::uint16_t i = sent; i < n; ++i) {
+    port_.tx_free(frames[i]);
+    counters_.inc(EngineCounter::kTxDropped);
+  }
+}
+
+bool Engine::Sink::transmit(const transport::TxPacket& pkt) {
+  if (n_ == kBatch) return false;
+  const wire::RoceRoute& route = *pkt.route;
+  const wire::OpcodeInfo& info = wire::opcode_info(pkt.bth.opcode);
+  const auto len =
+      static_cast<std::uint32_t>(wire::roce_frame_length(route, info, pkt.payload_len));
+  TxFrame& f = batch_[n_];
+  if (!e_.port_.tx_alloc(len, f)) return false;
+  const std::size_t hdr =
+      wire::write_roce_headers(f.room, route, pkt.bth, pkt.ext, pkt.payload_len, ++e_.ip_id_);
+  if (hdr == 0) {
+    e_.port_.tx_free(f);
+    return false;
+  }
+  std::uint8_t* p = f.room.data() + hdr;
+  for (std::uint32_t i = 0; i < pkt.payload_segs; ++i) {
+    std::memcpy(p, pkt.payload[i].data(), pkt.payload[i].size());
+    p += pkt.payload[i].size();
+  }
+  std::memset(p, 0, wire::pad_count(pkt.payload_len));
+  const std::size_t l3 = route.l3_offset();
+  const std::size_t icrc_at = len - wire::kIcrcSize;
+  wire::icrc_store(f.room.data() + icrc_at,
+                   wire::icrc_compute(ConstBytes(f.room.data() + l3, icrc_at - l3)));
+  if (route.ipv6()) {
+    const std::size_t udp = l3 + wire::Ipv6Hdr::kSize;
+    const ConstBytes dgram(f.room.data() + udp, len - udp);
+    wire::store_be16(f.room.data() + udp + 6,
+                     wire::udp6_checksum(route.src_ip, route.dst_ip, std::span(&dgram, 1)));
+  }
+  f.length = len;
+  ++n_;
+  return true;
+}
+
+void Engine::Sink::flush() {
+  if (n_ == 0) return;
+  e_.transmit_frames(batch_, n_);
+  n_ = 0;
+}
+
+}  // namespace uroce::engine

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#pragma once
+
+// The poll-mode loop of one device: receive a burst and classify it (ARP,
+// ICMP echo, MAC control, RoCEv2 to its QP, the rest counted and dropped),
+// run the QPs' timers, then let the QPs with work transmit, round robin.
+//
+// One thread at a time runs the loop: the device's poll thread, or a
+// program thread that finds the engine free (try_poll). attach, detach
+// and resolve may be called from any thread.
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/counters.h"
+#include "engine/fault.h"
+#include "engine/neighbors.h"
+#include "engine/port.h"
+#include "transport/qp.h"
+#include "transport/tx.h"
+
+namespace uroce::engine {
+
+using transport::Nanos;
+
+struct EngineConfig {
+  std::vector<wire::IpAddr> addresses;  ///< this device's IP addresses
+  FaultConfig fault;                    ///< test feature: seeded impairments
+  std::uint16_t rx_burst = 32;
+  std::uint32_t tx_budget_per_qp = 16;  ///< packets one QP may send per turn
+};
+
+/// The engine's monotonic clock in nanoseconds.
+inline Nanos now_ns() {
+  return static_cast<Nanos>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::steady_clock::now().time_since_epoch())
+                                .count());
+}
+
+class Engine {
+ public:
+  Engine(Port& port, EngineConfig cfg);
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  /// Adds a QP to the dispatch table; packets for its QPN reach it from
+  /// the next iteration on.
+  void attach(transport::Qp& qp);
+  /// Removes a QP; once this returns the engine no longer touches it.
+  void detach(std::uint32_t qpn);
+
+  /// Runs one iteration (waiting for the engine if another thread has it).
+  /// Returns the number of frames received and sent.
+  std::uint32_t poll(Nanos now);
+  /// Runs one iteration if no other thread is; false if one is.
+  bool try_poll(Nanos now, std::uint32_t* work = nullptr);
+
+  /// The MAC of `ip`, asking with ARP as needed; the engine must be polled
+  /// meanwhile, by a poll thread or by this call when the engine is free.
+  std::optional<wire::MacAddr> resolve(const wire::IpAddr& ip, std::chrono::milliseconds timeout);
+
+  /// A route (Ethernet/IP/UDP template) from `src` to `dst` with the
+  /// destination MAC resolved; nullopt when it cannot be.
+  std::optional<wire::RoceRoute> route_to(const wire::IpAddr& src, const wire::IpAddr& dst,
+                                          std::chrono::milliseconds timeout);
+
+  bool is_local(const wire::IpAddr& ip) const;
+  const EngineCounters& counters() const { return counters_; }
+  wire::MacAddr mac() const { return mac_; }
+  Port& port() { return port_; }
+
+ private:
+  // Builds frames for the QPs into port buffers, in batches.
+  class Sink : public transport::TxSink {
+   public:
+    explicit Sink(Engine& e) : e_(e) {}
+    bool transmit(const transport::TxPacket& pkt) override;
+    bool full() const { return n_ == kBatch; }
+    void flush();
+
+   private:
+    static constexpr std::uint16_t kBatch = 32;
+    Engine& e_;
+    TxFrame batch_[kBatch];
+    std::uint16_t n_ = 0;
+  };
+
+  void run_once(Nanos now, std::uint32_t* work);
+  void receive(wire::ConstBytes frame, Nanos now);
+  void receive_one(wire::ConstBytes frame, Nanos now);
+  void on_arp(wire::ConstBytes frame);
+  void on_icmp(wire::ConstBytes frame);
+  void send_raw(wire::ConstBytes frame);
+  void send_arp_request(const wire::IpAddr& target);
+  void run_timers(Nanos now);
+  std::uint32_t run_tx(Nanos now);
+  void transmit_frames(TxFrame* frames, std::uint16_t n);
+
+  Port& port_;
+  const EngineConfig cfg_;
+  const wire::MacAddr mac_;
+  std::mutex mu_;  ///< held by whoever runs the loop, and to change the QP table
+  std::unordered_map<std::uint32_t, transport::Qp*> qps_;
+  std::vector<transport::Qp*> order_;  ///< round-robin order
+  std::size_t rr_ = 0;
+  Sink sink_{*this};
+  Neighbors neighbors_;
+  EngineCounters counters_;
+  FaultInjector fault_;
+  std::vector<std::vector<std::uint8_t>> rx_held_;  ///< reordered on receive
+  std::vector<TxFrame> tx_held_;                    ///< reordered on transmit
+  std::vector<std::uint8_t> scratch_;
+  std::uint16_t ip_id_ = 0;
+};
+
+}  // namespace uroce::engine

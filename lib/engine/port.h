@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#pragma once
+
+// The engine's view of a network port: bursts of frames in and out, and
+// the link's identity and state. drivers/dpdk implements it over an
+// ethdev; tests may implement it over memory (never bypassing the engine).
+
+#include <cstdint>
+
+#include "wire/bytes.h"
+#include "wire/ethernet.h"
+
+namespace uroce::engine {
+
+/// A received frame, valid until the port releases it.
+struct RxFrame {
+  wire::ConstBytes data;
+  void* handle = nullptr;  ///< the port's buffer (an mbuf)
+};
+
+/// A frame being built for transmission.
+struct TxFrame {
+  wire::Bytes room;          ///< writable space; the frame starts at room[0]
+  std::uint32_t length = 0;  ///< bytes written
+  void* handle = nullptr;
+};
+
+class Port {
+ public:
+  virtual ~Port() = default;
+
+  /// Receives up to `max` frames. Each must be given back with rx_release.
+  virtual std::uint16_t rx_burst(RxFrame* out, std::uint16_t max) = 0;
+  virtual void rx_release(RxFrame* frames, std::uint16_t n) = 0;
+
+  /// A buffer for one frame of up to `size` bytes; false when the pool is
+  /// empty.
+  virtual bool tx_alloc(std::uint32_t size, TxFrame& out) = 0;
+  /// Sends frames (their `length` set); returns how many the port took.
+  /// The rest stay the caller's, to retry or free with tx_free.
+  virtual std::uint16_t tx_burst(TxFrame* frames, std::uint16_t n) = 0;
+  virtual void tx_free(TxFrame& frame) = 0;
+
+  virtual wire::MacAddr mac() const = 0;
+  /// The link MTU (IP packet size), which bounds the IB path MTU.
+  virtual std::uint32_t mtu() const = 0;
+  virtual bool link_up() const = 0;
+  /// Link speed in Mb/s, 0 when unknown.
+  virtual std::uint32_t speed_mbps() const = 0;
+};
+
+}  // namespace uroce::engine
