@@ -5,15 +5,30 @@
 #include <rte_errno.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <mutex>
-#include <regex>
 #include <thread>
 
 namespace uroce::dpdk {
 
 bool is_pci_address(const std::string& device) {
-  static const std::regex pci("^([0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-7]$");
-  return std::regex_match(device, pci);
+  // [DDDD:]BB:DD.F, hexadecimal, function 0-7.
+  auto hex = [&](std::size_t from, std::size_t n) {
+    if (from + n > device.size()) return false;
+    for (std::size_t i = from; i < from + n; ++i) {
+      if (!std::isxdigit(static_cast<unsigned char>(device[i]))) return false;
+    }
+    return true;
+  };
+  std::size_t p = 0;
+  if (device.size() == 12) {
+    if (!hex(0, 4) || device[4] != ':') return false;
+    p = 5;
+  } else if (device.size() != 7) {
+    return false;
+  }
+  return hex(p, 2) && device[p + 2] == ':' && hex(p + 3, 2) && device[p + 5] == '.' &&
+         device[p + 6] >= '0' && device[p + 6] <= '7';
 }
 
 std::vector<std::string> eal_arguments(const EalOptions& opts) {

@@ -53,6 +53,14 @@ class Engine {
   /// Removes a QP; once this returns the engine no longer touches it.
   void detach(std::uint32_t qpn);
 
+  /// Runs `fn` while holding the engine, so it may call what belongs to the
+  /// engine thread (Qp::modify, timers, ...) from any thread.
+  template <typename F>
+  decltype(auto) locked(F&& fn) {
+    std::lock_guard lock(mu_);
+    return fn();
+  }
+
   /// Runs one iteration (waiting for the engine if another thread has it).
   /// Returns the number of frames received and sent.
   std::uint32_t poll(Nanos now);

@@ -54,18 +54,30 @@ Options parse(int argc, char** argv) {
       if (i + 1 >= argc) fail("missing value for " + a);
       return argv[++i];
     };
-    if (a == "--role") o.role = next();
-    else if (a == "--device") o.device = next();
-    else if (a == "--ip") o.ip = next();
-    else if (a == "--peer") o.peer = next();
-    else if (a == "--dir") o.dir = next();
-    else if (a == "--drop") o.fault.rx.drop = o.fault.tx.drop = std::stod(next());
-    else if (a == "--duplicate") o.fault.rx.duplicate = o.fault.tx.duplicate = std::stod(next());
-    else if (a == "--reorder") o.fault.rx.reorder = o.fault.tx.reorder = std::stod(next());
-    else if (a == "--corrupt") o.fault.rx.corrupt = o.fault.tx.corrupt = std::stod(next());
-    else if (a == "--seed") o.fault.seed = std::stoull(next());
-    else if (a == "--expect-peer-death") o.expect_peer_death = true;
-    else fail("unknown option " + a);
+    if (a == "--role")
+      o.role = next();
+    else if (a == "--device")
+      o.device = next();
+    else if (a == "--ip")
+      o.ip = next();
+    else if (a == "--peer")
+      o.peer = next();
+    else if (a == "--dir")
+      o.dir = next();
+    else if (a == "--drop")
+      o.fault.rx.drop = o.fault.tx.drop = std::stod(next());
+    else if (a == "--duplicate")
+      o.fault.rx.duplicate = o.fault.tx.duplicate = std::stod(next());
+    else if (a == "--reorder")
+      o.fault.rx.reorder = o.fault.tx.reorder = std::stod(next());
+    else if (a == "--corrupt")
+      o.fault.rx.corrupt = o.fault.tx.corrupt = std::stod(next());
+    else if (a == "--seed")
+      o.fault.seed = std::stoull(next());
+    else if (a == "--expect-peer-death")
+      o.expect_peer_death = true;
+    else
+      fail("unknown option " + a);
   }
   if (o.role != "a" && o.role != "b") fail("--role must be a or b");
   return o;
@@ -159,15 +171,19 @@ int main(int argc, char** argv) {
 
   const std::string me = o.dir + "/" + o.role;
   const std::string them = o.dir + "/" + (o.role == "a" ? "b" : "a");
-  publish(me + ".info", {{"qpn", init.qpn}, {"psn", psn}, {"rkey", rk},
+  publish(me + ".info", {{"qpn", init.qpn},
+                         {"psn", psn},
+                         {"rkey", rk},
                          {"addr", reinterpret_cast<std::uint64_t>(remote.data())},
-                         {"wkey", wk}, {"waddr", reinterpret_cast<std::uint64_t>(&word)}});
+                         {"wkey", wk},
+                         {"waddr", reinterpret_cast<std::uint64_t>(&word)}});
   auto peer = await(them + ".info", 30s);
 
   const auto route = eng.route_to(*ip, *peer_ip, 5000ms);
   if (!route) fail("cannot resolve the peer with ARP");
   eng.attach(qp);
-  {
+  // modify_qp belongs to the engine thread: run it holding the engine.
+  eng.locked([&] {
     using namespace transport::attr_mask;
     transport::QpAttr at;
     at.qp_state = transport::QpState::kInit;
@@ -192,7 +208,7 @@ int main(int argc, char** argv) {
     at.max_rd_atomic = 16;
     if (qp.modify(at, kState | kSqPsn | kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic, 0))
       fail("RTS");
-  }
+  });
   // Receive buffers for role b, one per SEND (receives may be posted once
   // the QP has left RESET).
   std::vector<std::vector<std::uint8_t>> rbufs;
@@ -314,11 +330,16 @@ int main(int argc, char** argv) {
         fail("SEND " + std::to_string(i) + " arrived with other bytes");
     }
     await(them + ".done", 120s);
+    // RDMA writes into our memory with no completion on our side; taking
+    // the engine (one iteration of our own) orders everything the poll
+    // thread wrote before what we read now.
+    eng.poll(engine::now_ns());
     // What the last WRITE left: the 4 MiB pattern.
     std::vector<std::uint8_t> expect(kSizes[std::size(kSizes) - 1]);
     pattern(expect.data(), expect.size(), expect.size());
     if (std::memcmp(expect.data(), remote.data(), expect.size()) != 0) fail("WRITE data differs");
-    if (word != kAdds) fail("the atomic word is " + std::to_string(word));
+    const std::uint64_t final_word = std::atomic_ref<std::uint64_t>(word).load();
+    if (final_word != kAdds) fail("the atomic word is " + std::to_string(final_word));
     std::printf("receives, writes and atomics verified\n");
     publish(me + ".done", {{"ok", 1}});
   }
@@ -329,9 +350,9 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(c.get(static_cast<transport::Counter>(i))));
   }
   for (std::size_t i = 0; i < engine::kEngineCounterNames.size(); ++i) {
-    std::printf("stat %s %llu\n", std::string(engine::kEngineCounterNames[i]).c_str(),
-                static_cast<unsigned long long>(
-                    eng.counters().get(static_cast<engine::EngineCounter>(i))));
+    std::printf(
+        "stat %s %llu\n", std::string(engine::kEngineCounterNames[i]).c_str(),
+        static_cast<unsigned long long>(eng.counters().get(static_cast<engine::EngineCounter>(i))));
   }
   std::fflush(stdout);
   stop = true;

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "dpdk/eal.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace uroce::dpdk {
+namespace {
+
+bool has(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+TEST(Eal, RecognisesPciAddresses) {
+  EXPECT_TRUE(is_pci_address("0000:03:00.0"));
+  EXPECT_TRUE(is_pci_address("03:00.7"));
+  EXPECT_TRUE(is_pci_address("abcd:ef:1f.1"));
+  EXPECT_FALSE(is_pci_address("03:00.8"));
+  EXPECT_FALSE(is_pci_address("net_af_packet0,iface=veth1"));
+  EXPECT_FALSE(is_pci_address("0000:03:00"));
+  EXPECT_FALSE(is_pci_address(""));
+}
+
+TEST(Eal, ArgumentsKeepTheProgramUnpinnedAndPrivate) {
+  EalOptions o;
+  o.devices = {"net_af_packet0,iface=veth1"};
+  const auto a = eal_arguments(o);
+  // lcore 0 may float over every CPU; a private instance without hugepages
+  // unless asked; vdevs as --vdev, and no PCI scan without a PCI device.
+  const auto lc = std::find(a.begin(), a.end(), "--lcores");
+  ASSERT_NE(lc, a.end());
+  EXPECT_EQ(lc[1].rfind("0@", 0), 0u);
+  EXPECT_TRUE(has(a, "--no-huge"));
+  EXPECT_TRUE(has(a, "--no-shconf"));
+  EXPECT_TRUE(has(a, "--file-prefix"));
+  EXPECT_TRUE(has(a, "--no-pci"));
+  EXPECT_TRUE(has(a, "net_af_packet0,iface=veth1"));
+
+  o.devices = {"0000:03:00.0"};
+  o.hugepages = true;
+  const auto b = eal_arguments(o);
+  EXPECT_FALSE(has(b, "--no-pci"));
+  EXPECT_FALSE(has(b, "--no-huge"));
+  EXPECT_TRUE(has(b, "-a"));
+}
+
+}  // namespace
+}  // namespace uroce::dpdk
