@@ -15,8 +15,18 @@ namespace uroce::engine {
 
 using wire::ConstBytes;
 
+namespace {
+constexpr std::size_t kMaxBacklog = 512;
+}  // namespace
+
 Engine::Engine(Port& port, EngineConfig cfg)
     : port_(port), cfg_(std::move(cfg)), mac_(port.mac()), fault_(cfg_.fault) {}
+
+Engine::~Engine() {
+  // Frames still waiting go back to the port's pool.
+  for (TxFrame& f : backlog_) port_.tx_free(f);
+  for (TxFrame& f : tx_held_) port_.tx_free(f);
+}
 
 void Engine::attach(transport::Qp& qp) {
   std::lock_guard lock(mu_);
@@ -68,7 +78,7 @@ void Engine::run_once(Nanos now, std::uint32_t* work) {
     for (const auto& f : held) receive_one(f, now);
   }
   run_timers(now);
-  *work = n + run_tx(now);
+  *work = n + (flush_backlog() ? run_tx(now) : 0);
 }
 
 void Engine::receive(ConstBytes frame, Nanos now) {
@@ -296,23 +306,42 @@ void Engine::transmit_frames(TxFrame* frames, std::uint16_t n) {
       out[m++] = tx_held_.back();
       tx_held_.pop_back();
     }
-    frames = out;
-    n = m;
-    const std::uint16_t sent = n ? port_.tx_burst(frames, n) : 0;
-    counters_.inc(EngineCounter::kTxFrames, sent);
-    for (std::uint16_t i = sent; i < n; ++i) {
-      port_.tx_free(frames[i]);
-      counters_.inc(EngineCounter::kTxDropped);
-    }
+    send_to_port(out, m);
+    return;
+  }
+  send_to_port(frames, n);
+}
+
+void Engine::send_to_port(TxFrame* frames, std::uint16_t n) {
+  if (n == 0) return;
+  if (!backlog_.empty()) {
+    // Keep the order: nothing overtakes what is already waiting.
+    backlog_.insert(backlog_.end(), frames, frames + n);
+    flush_backlog();
     return;
   }
   const std::uint16_t sent = port_.tx_burst(frames, n);
   counters_.inc(EngineCounter::kTxFrames, sent);
-  // A full transmit queue drops like a congested link: go-back-N recovers.
   for (std::uint16_t i = sent; i < n; ++i) {
-    port_.tx_free(frames[i]);
-    counters_.inc(EngineCounter::kTxDropped);
+    if (backlog_.size() < kMaxBacklog) {
+      backlog_.push_back(frames[i]);
+    } else {
+      // Past the backlog a full queue drops, like a congested link.
+      port_.tx_free(frames[i]);
+      counters_.inc(EngineCounter::kTxDropped);
+    }
   }
+}
+
+bool Engine::flush_backlog() {
+  while (!backlog_.empty()) {
+    const auto n = static_cast<std::uint16_t>(std::min<std::size_t>(backlog_.size(), 64));
+    const std::uint16_t sent = port_.tx_burst(backlog_.data(), n);
+    counters_.inc(EngineCounter::kTxFrames, sent);
+    backlog_.erase(backlog_.begin(), backlog_.begin() + sent);
+    if (sent < n) return false;
+  }
+  return true;
 }
 
 bool Engine::Sink::transmit(const transport::TxPacket& pkt) {

@@ -44,6 +44,7 @@ inline Nanos now_ns() {
 class Engine {
  public:
   Engine(Port& port, EngineConfig cfg);
+  ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
@@ -107,6 +108,8 @@ class Engine {
   void run_timers(Nanos now);
   std::uint32_t run_tx(Nanos now);
   void transmit_frames(TxFrame* frames, std::uint16_t n);
+  void send_to_port(TxFrame* frames, std::uint16_t n);
+  bool flush_backlog();
 
   Port& port_;
   const EngineConfig cfg_;
@@ -121,6 +124,9 @@ class Engine {
   FaultInjector fault_;
   std::vector<std::vector<std::uint8_t>> rx_held_;  ///< reordered on receive
   std::vector<TxFrame> tx_held_;                    ///< reordered on transmit
+  // Frames the port could not take yet (its ring was full): sent first
+  // next time, and while any wait the QPs produce nothing new.
+  std::vector<TxFrame> backlog_;
   std::vector<std::uint8_t> scratch_;
   std::uint16_t ip_id_ = 0;
 };

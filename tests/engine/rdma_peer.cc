@@ -8,7 +8,7 @@
 //
 //   rdma_peer --role a|b --device DEV --ip IP --peer IP --dir DIR
 //             [--drop P --duplicate P --reorder P --corrupt P --seed N]
-//             [--expect-peer-death]
+//             [--expect-peer-death] [--hugepages]
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -39,6 +39,7 @@ struct Options {
   std::string role, device, ip, peer, dir;
   engine::FaultConfig fault;
   bool expect_peer_death = false;
+  bool hugepages = false;
 };
 
 [[noreturn]] void fail(const std::string& why) {
@@ -76,6 +77,8 @@ Options parse(int argc, char** argv) {
       o.fault.seed = std::stoull(next());
     else if (a == "--expect-peer-death")
       o.expect_peer_death = true;
+    else if (a == "--hugepages")
+      o.hugepages = true;
     else
       fail("unknown option " + a);
   }
@@ -134,6 +137,8 @@ int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   dpdk::EalOptions eal;
   eal.devices = {o.device};
+  eal.hugepages = o.hugepages;
+  eal.memory_mb = o.hugepages ? 256 : 512;
   if (auto err = dpdk::eal_init(eal); !err.empty()) fail(err);
   std::string err;
   auto port = dpdk::DpdkPort::open(o.device, {}, &err);

@@ -153,5 +153,61 @@ TEST_F(Veth, APeerKilledMidTransferEndsInRetryExcErrNotAHang) {
   EXPECT_EQ(a.stats["retry_exceeded_err"], 1u);
 }
 
+// Hugepages for net_memif, allocated and mounted for the test and given
+// back afterwards.
+class Hugepages {
+ public:
+  explicit Hugepages(int pages) {
+    std::ifstream f("/proc/sys/vm/nr_hugepages");
+    f >> before_;
+    if (before_ < pages) sh("echo " + std::to_string(pages) + " > /proc/sys/vm/nr_hugepages");
+    if (sh("mountpoint -q /dev/hugepages") != 0) {
+      sh("mkdir -p /dev/hugepages");
+      mounted_ = sh("mount -t hugetlbfs nodev /dev/hugepages") == 0;
+    }
+    std::ifstream g("/proc/sys/vm/nr_hugepages");
+    g >> now_;
+  }
+  ~Hugepages() {
+    if (mounted_) sh("umount /dev/hugepages");
+    if (now_ != before_) sh("echo " + std::to_string(before_) + " > /proc/sys/vm/nr_hugepages");
+  }
+  int pages() const { return now_; }
+
+ private:
+  int before_ = 0;
+  int now_ = 0;
+  bool mounted_ = false;
+};
+
+TEST(Memif, TwoProcessesMoveEveryByteOverSharedMemory) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root for hugepages";
+  Hugepages huge(384);
+  ASSERT_GE(huge.pages(), 256) << "could not allocate hugepages for net_memif";
+  test::TempDir dir;
+  auto cmd = [&](const std::string& role) {
+    const bool a = role == "a";
+    return "timeout 180 " UROCE_RDMA_PEER " --hugepages --role " + role +
+           " --device net_memif0,role=" + (a ? "client" : "server") + ",socket=" + dir.path() +
+           "/memif.sock,socket-abstract=no --ip " + (a ? "10.78.0.1" : "10.78.0.2") + " --peer " +
+           (a ? "10.78.0.2" : "10.78.0.1") + " --dir " + dir.path() + " > " + dir.path() + "/" +
+           role + ".out 2>&1";
+  };
+  int sb = -1;
+  std::thread tb([&] { sb = sh(cmd("b")); });
+  // The client connects to the server's socket: wait for it to exist.
+  const std::string sock = dir.path() + "/memif.sock";
+  for (int i = 0; i < 1000 && !std::filesystem::exists(sock); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const int sa = sh(cmd("a"));
+  tb.join();
+  const auto a = read_run(sa, dir.path() + "/a.out");
+  const auto b = read_run(sb, dir.path() + "/b.out");
+  ASSERT_EQ(a.status, 0) << a.output;
+  ASSERT_EQ(b.status, 0) << b.output;
+  EXPECT_NE(a.output.find("write+read 4194304 bytes ok"), std::string::npos);
+  EXPECT_NE(b.output.find("receives, writes and atomics verified"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace uroce
