@@ -30,7 +30,7 @@ run_suite() {
   local log
   log=$(mktemp)
   local status=0
-  UROCE_SIM_SEEDS=$seeds ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 1200 |
+  UROCE_SIM_SEEDS=$seeds TSAN_OPTIONS="suppressions=$root/tests/tsan.supp halt_on_error=1" ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 1200 |
     tee "$log" || status=$?
   local line
   line=$(grep -E 'tests passed, [0-9]+ tests failed out of [0-9]+' "$log" | tail -1 || true)

@@ -173,12 +173,12 @@ struct Transfer {
 // WRITE a buffer to the peer, READ it back, SEND it: all bytes must match.
 void write_read_send(Host& a, Host& b, std::size_t size, std::mt19937_64& rng) {
   Transfer t;
-  t.src.resize(size);
+  t.src.resize(size + 1);  // never empty: a zero-length transfer still has an address
   for (auto& x : t.src) x = static_cast<std::uint8_t>(rng());
   t.dst.assign(size + 1, 0);
   t.back.assign(size + 1, 0);
   std::vector<std::uint8_t> rbuf(size + 1, 0);
-  const auto lk = a.memory.reg(t.src.data(), t.src.size() + (size == 0), kAll);
+  const auto lk = a.memory.reg(t.src.data(), t.src.size(), kAll);
   const auto bk = a.memory.reg(t.back.data(), t.back.size(), kAll);
   const auto rk = b.memory.reg(t.dst.data(), t.dst.size(), kAll);
   const auto rrk = b.memory.reg(rbuf.data(), rbuf.size(), kAll);
