@@ -61,9 +61,7 @@ Endpoint::Endpoint(const EndpointOptions& o) : o_(o) {
   const auto ip = wire::IpAddr::parse(o.ip);
   if (!ip || !wire::IpAddr::parse(o.peer)) fail("bad address");
   engine_ = std::make_unique<engine::Engine>(*port_, engine::EngineConfig{{*ip}, o.fault});
-  poller_ = std::thread([this] {
-    while (!stop_.load(std::memory_order_relaxed)) engine_->poll(engine::now_ns());
-  });
+  poller_ = std::make_unique<engine::PollThread>(*engine_);
   transport::QpInit init;
   init.qpn = transport::secure_random_qpn();
   init.max_send_wr = 256;
@@ -76,8 +74,7 @@ Endpoint::Endpoint(const EndpointOptions& o) : o_(o) {
 }
 
 Endpoint::~Endpoint() {
-  stop_ = true;
-  poller_.join();
+  poller_.reset();
   engine_->detach(qp_->qpn());
 }
 
@@ -135,7 +132,7 @@ void Endpoint::sync(const std::string& name, std::chrono::seconds limit) {
 }
 
 void Endpoint::post(const transport::SendWr& wr) {
-  while (qp_->post_send(wr) == ENOMEM) std::this_thread::sleep_for(20us);
+  while (qp_->post_send(wr) == ENOMEM) poller_->drive();
 }
 
 transport::Wc Endpoint::wait(transport::Cq& cq, std::chrono::seconds limit) {
@@ -143,9 +140,8 @@ transport::Wc Endpoint::wait(transport::Cq& cq, std::chrono::seconds limit) {
   const auto end = std::chrono::steady_clock::now() + limit;
   while (cq.poll(&wc, 1) == 0) {
     if (std::chrono::steady_clock::now() > end) fail("no completion in time");
-    // Let the poll thread run: on a 2-core machine two processes each
-    // with a spinning poll thread and a spinning waiter would starve.
-    std::this_thread::yield();
+    // The waiter drives the engine itself; the poll thread steps back.
+    poller_->drive();
   }
   return wc;
 }

@@ -17,6 +17,7 @@
 
 #include "dpdk/dpdk_port.h"
 #include "engine/engine.h"
+#include "engine/poll_thread.h"
 #include "support/sim_memory.h"
 #include "transport/qp.h"
 
@@ -78,8 +79,7 @@ class Endpoint {
   transport::Cq rcq_{1024};
   std::unique_ptr<transport::Qp> qp_;
   std::uint32_t psn_ = 0;
-  std::atomic<bool> stop_{false};
-  std::thread poller_;
+  std::unique_ptr<engine::PollThread> poller_;
 };
 
 }  // namespace uroce::test

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "engine/poll_thread.h"
+
+#include <chrono>
+
+namespace uroce::engine {
+
+namespace {
+// The program counts as driving for this long after it last did.
+constexpr Nanos kProgramDrivingNs = 200'000;
+// Idle iterations before the poll thread starts to nap between them.
+constexpr int kSpinsBeforeNap = 256;
+}  // namespace
+
+PollThread::PollThread(Engine& engine) : engine_(engine), thread_([this] { run(); }) {}
+
+PollThread::~PollThread() {
+  stop_.store(true, std::memory_order_relaxed);
+  thread_.join();
+}
+
+void PollThread::drive() {
+  const Nanos now = now_ns();
+  program_drove_at_.store(now, std::memory_order_relaxed);
+  engine_.try_poll(now);
+}
+
+void PollThread::run() {
+  int idle = 0;
+  while (!stop_.load(std::memory_order_relaxed)) {
+    const Nanos now = now_ns();
+    if (now - program_drove_at_.load(std::memory_order_relaxed) < kProgramDrivingNs) {
+      // The program is driving: stay out of its way, but keep watching.
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      continue;
+    }
+    std::uint32_t work = 0;
+    if (engine_.try_poll(now, &work) && work > 0) {
+      idle = 0;
+      continue;
+    }
+    // Nothing to do: spin a little for latency, then nap so a passive
+    // peer costs little CPU; timers are coarser than the nap anyway.
+    if (++idle > kSpinsBeforeNap) {
+      std::this_thread::sleep_for(std::chrono::microseconds(idle > 4 * kSpinsBeforeNap ? 200 : 20));
+    } else {
+      std::this_thread::yield();
+    }
+  }
+}
+
+}  // namespace uroce::engine
