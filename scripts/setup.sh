@@ -17,7 +17,7 @@ packages=(
   # build
   build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
   # the datapath and its libraries
-  libdpdk-dev libisal-dev zlib1g-dev libboost-dev libspdlog-dev libfmt-dev
+  libdpdk-dev libisal-dev zlib1g-dev libboost-dev libspdlog-dev libfmt-dev libtomlplusplus-dev
   # the verbs surface and the unmodified programs that must run over it
   libibverbs-dev ibverbs-utils perftest
   # tests and benchmarks

@@ -164,7 +164,6 @@ class Qp {
     std::uint64_t va = 0;
     std::uint32_t rkey = 0;
     std::uint32_t length = 0;
-    std::uint8_t* data = nullptr;  ///< READ: resolved source
     std::uint64_t orig_value = 0;  ///< ATOMIC: the value found
     std::uint32_t msn = 0;
     std::uint32_t busy = 0;  ///< response jobs still reading it

@@ -277,14 +277,10 @@ bool Qp::execute_read(const wire::RocePacket& pkt) {
     responder_error(pkt.bth.psn, NakCode::kInvalidRequest, WcStatus::kRemInvReqErr);
     return false;
   }
-  std::uint8_t* data = nullptr;
-  if (reth.dma_length > 0) {
-    const MemRef ref = memory_->remote(reth.rkey, reth.va, reth.dma_length, access::kRemoteRead);
-    if (!ref) {
-      responder_error(pkt.bth.psn, NakCode::kRemoteAccessError, WcStatus::kRemAccessErr);
-      return false;
-    }
-    data = ref.ptr;
+  if (reth.dma_length > 0 &&
+      !memory_->remote(reth.rkey, reth.va, reth.dma_length, access::kRemoteRead)) {
+    responder_error(pkt.bth.psn, NakCode::kRemoteAccessError, WcStatus::kRemAccessErr);
+    return false;
   }
   const std::uint32_t r = alloc_resource();
   if (r == res_.size() || jobs_count_ == jobs_.size()) return false;  // dropped; retried
@@ -297,7 +293,6 @@ bool Qp::execute_read(const wire::RocePacket& pkt) {
              reth.va,
              reth.rkey,
              reth.dma_length,
-             data,
              0,
              resp_.msn,
              1};
@@ -333,7 +328,7 @@ bool Qp::execute_atomic(const wire::RocePacket& pkt) {
     orig = target.fetch_add(a.swap_add);
   }
   resp_.msn = (resp_.msn + 1) & wire::kPsnMask;
-  res_[r] = {true, false, pkt.bth.psn, pkt.bth.psn, a.va, a.rkey, 8, nullptr, orig, resp_.msn, 1};
+  res_[r] = {true, false, pkt.bth.psn, pkt.bth.psn, a.va, a.rkey, 8, orig, resp_.msn, 1};
   push_job(
       {RespJob::Kind::kAtomicAck, pkt.bth.psn, pkt.bth.psn, AethSyndrome::ack(), resp_.msn, r});
   resp_.epsn = pkt.bth.psn + 1;
@@ -549,7 +544,16 @@ bool Qp::responder_send_one(TxSink& sink, Nanos /*now*/) {
       pkt.bth.opcode = static_cast<std::uint8_t>(op);
       pkt.ext.aeth = {AethSyndrome::ack(), r.msn};
       if (len > 0) {
-        pkt.payload[0] = wire::ConstBytes(r.data + offset, len);
+        // Looked up again for every packet, never cached: the region may
+        // be deregistered while its responses are still going out.
+        const MemRef ref = memory_->remote(r.rkey, r.va + offset, len, access::kRemoteRead);
+        if (!ref) {
+          --res_[job.res].busy;
+          jobs_head_ = (jobs_head_ + 1) % static_cast<std::uint32_t>(jobs_.size());
+          --jobs_count_;
+          return false;
+        }
+        pkt.payload[0] = wire::ConstBytes(ref.ptr, len);
         pkt.payload_segs = 1;
         pkt.payload_len = len;
       }

@@ -274,6 +274,19 @@ TEST_F(QpTest, ResponderAnswersAReadAndReExecutesADuplicateFromItsPsn) {
   EXPECT_EQ(s.payload.size(), 88u);
 }
 
+TEST_F(QpTest, ResponderStopsAReadStreamWhoseRegionIsDeregistered) {
+  std::vector<std::uint8_t> src = bytes(1000, 7);
+  const auto rkey = mem_.reg(src.data(), src.size(), kAll);
+  deliver(Opcode::kRcRdmaReadRequest, kPeerPsn, reth(src.data(), rkey, 1000), {}, true);
+  // Expect: the first response goes out; after the region is gone the
+  // rest is not read from it.
+  ASSERT_EQ(qp_->transmit(sink_, 1, 0), 1u);
+  mem_.dereg(rkey);
+  EXPECT_EQ(drain().size(), 1u);
+  EXPECT_EQ(pop().opcode(), Opcode::kRcRdmaReadResponseFirst);
+  EXPECT_EQ(qp_->state(), QpState::kRts);
+}
+
 TEST_F(QpTest, ResponderNeverExecutesADuplicateAtomicTwice) {
   alignas(8) std::uint64_t word = 10;
   const auto rkey = mem_.reg(&word, 8, kAll);

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#pragma once
+
+/// @file
+/// uroce's configuration: one TOML file named by UROCE_CONFIG, every key
+/// also settable from the environment. docs/configuration.md lists every
+/// key with its default and meaning.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace uroce {
+
+/// An IP address with its prefix length, as written in the file
+/// ("10.0.1.1/24", "fd00::1/64").
+struct IpPrefix {
+  std::string address;  ///< the address alone
+  unsigned prefix = 0;
+};
+
+/// One uroce device (uroce0, uroce1, ...).
+struct DeviceConfig {
+  std::string name;          ///< "uroce0"
+  std::string port;          ///< DPDK device: vdev string or PCI address
+  std::vector<IpPrefix> ip;  ///< the device's addresses
+  std::uint32_t mtu = 0;     ///< link MTU; 0 keeps the port's
+  bool hugepages = false;    ///< hugepage-backed memory (net_memif needs it)
+  std::uint8_t dscp = 26;    ///< DSCP of RoCE traffic
+  std::uint8_t pcp = 3;      ///< 802.1p priority of RoCE traffic
+};
+
+/// Seeded impairments at the port: a test feature.
+struct FaultSettings {
+  double rx_drop = 0, rx_duplicate = 0, rx_reorder = 0, rx_corrupt = 0;
+  double tx_drop = 0, tx_duplicate = 0, tx_reorder = 0, tx_corrupt = 0;
+  std::uint64_t seed = 1;
+};
+
+struct Config {
+  std::vector<DeviceConfig> devices;
+  std::vector<std::string> eal_args;  ///< extra EAL arguments
+  unsigned eal_memory_mb = 512;
+  std::string log_level = "warn";  ///< trace, debug, info, warn, error, off
+  FaultSettings fault;
+};
+
+/// The result of loading: a configuration, or an error that names the key.
+struct ConfigResult {
+  std::optional<Config> config;
+  std::string error;
+};
+
+/// Parses TOML text, then applies environment overrides from `env` (pairs
+/// of NAME=VALUE, e.g. from environ). `origin` names the text in errors.
+ConfigResult parse_config(const std::string& text, const std::string& origin,
+                          const std::vector<std::string>& env);
+
+/// Loads the file UROCE_CONFIG names (or an empty configuration if it is
+/// unset) and applies the process environment.
+ConfigResult load_config();
+
+}  // namespace uroce

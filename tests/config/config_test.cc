@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "uroce/config.h"
+
+#include <gtest/gtest.h>
+
+namespace uroce {
+namespace {
+
+ConfigResult parse(const std::string& text, const std::vector<std::string>& env = {}) {
+  return parse_config(text, "test.toml", env);
+}
+
+TEST(Config, ReadsEveryKey) {
+  const auto r = parse(R"(
+    [[device]]
+    name = "uroce0"
+    port = "net_af_packet0,iface=veth1"
+    ip = ["10.0.1.1/24", "fd00::1/64"]
+    mtu = 9000
+    hugepages = true
+    dscp = 46
+    pcp = 5
+
+    [eal]
+    args = ["--log-level=debug"]
+    memory_mb = 1024
+
+    [log]
+    level = "debug"
+
+    [fault]
+    rx_drop = 0.01
+    tx_corrupt = 0.5
+    seed = 42
+  )");
+  ASSERT_TRUE(r.config) << r.error;
+  const Config& c = *r.config;
+  ASSERT_EQ(c.devices.size(), 1u);
+  const DeviceConfig& d = c.devices[0];
+  EXPECT_EQ(d.name, "uroce0");
+  EXPECT_EQ(d.port, "net_af_packet0,iface=veth1");
+  ASSERT_EQ(d.ip.size(), 2u);
+  EXPECT_EQ(d.ip[0].address, "10.0.1.1");
+  EXPECT_EQ(d.ip[0].prefix, 24u);
+  EXPECT_EQ(d.ip[1].address, "fd00::1");
+  EXPECT_EQ(d.ip[1].prefix, 64u);
+  EXPECT_EQ(d.mtu, 9000u);
+  EXPECT_TRUE(d.hugepages);
+  EXPECT_EQ(d.dscp, 46);
+  EXPECT_EQ(d.pcp, 5);
+  EXPECT_EQ(c.eal_args, std::vector<std::string>{"--log-level=debug"});
+  EXPECT_EQ(c.eal_memory_mb, 1024u);
+  EXPECT_EQ(c.log_level, "debug");
+  EXPECT_DOUBLE_EQ(c.fault.rx_drop, 0.01);
+  EXPECT_DOUBLE_EQ(c.fault.tx_corrupt, 0.5);
+  EXPECT_EQ(c.fault.seed, 42u);
+}
+
+TEST(Config, FillsDefaults) {
+  const auto r = parse("[[device]]\nport = \"net_tap0\"\nip = \"192.168.9.1\"\n");
+  ASSERT_TRUE(r.config) << r.error;
+  const DeviceConfig& d = r.config->devices.at(0);
+  EXPECT_EQ(d.name, "uroce0");
+  EXPECT_EQ(d.ip.at(0).prefix, 32u);
+  EXPECT_EQ(d.mtu, 0u);
+  EXPECT_EQ(d.dscp, 26);
+  EXPECT_EQ(d.pcp, 3);
+  EXPECT_EQ(r.config->log_level, "warn");
+  EXPECT_TRUE(parse("").config.has_value()) << "no file, no devices: valid";
+}
+
+// Every refusal names the key and says why.
+TEST(Config, RefusesBadInputNamingTheKey) {
+  const struct {
+    const char* text;
+    const char* expect;
+  } cases[] = {
+      {"[[device]]\nprot = \"x\"\nport = \"x\"\nip = \"1.2.3.4\"",
+       "test.toml: device[0].prot: unknown key"},
+      {"[[device]]\nip = \"1.2.3.4\"", "device[0].port: is required"},
+      {"[[device]]\nport = \"x\"", "device[0].ip: is required"},
+      {"[[device]]\nport = \"x\"\nip = \"10.0.0.300/24\"",
+       "device[0].ip: '10.0.0.300/24' is not an IP address"},
+      {"[[device]]\nport = \"x\"\nip = \"10.0.0.1/33\"",
+       "device[0].ip: '10.0.0.1/33' has a bad prefix length"},
+      {"[[device]]\nport = \"x\"\nip = \"10.0.0.1\"\nmtu = \"big\"",
+       "device[0].mtu: expected an integer"},
+      {"[[device]]\nport = \"x\"\nip = \"10.0.0.1\"\ndscp = 64",
+       "device[0].dscp: must be between 0 and 63"},
+      {"[[device]]\nport = \"x\"\nip = \"10.0.0.1\"\n[[device]]\nport = \"y\"\nip = "
+       "\"10.0.0.2\"\nname = \"uroce0\"",
+       "device[1].name: 'uroce0' is taken"},
+      {"[log]\nlevel = \"loud\"", "log.level: 'loud' is not trace"},
+      {"[fault]\nrx_drop = 1.5", "fault.rx_drop: must be between 0 and 1"},
+      {"[eal]\nmemory = 5", "eal.memory: unknown key"},
+      {"[wat]\nx = 1", "test.toml: wat: unknown key"},
+  };
+  for (const auto& c : cases) {
+    const auto r = parse(c.text);
+    EXPECT_FALSE(r.config) << c.text;
+    EXPECT_NE(r.error.find(c.expect), std::string::npos) << "got: " << r.error;
+  }
+}
+
+TEST(Config, ReportsSyntaxErrorsWithTheirPosition) {
+  const auto r = parse("[[device]]\nport = \"unterminated\n");
+  EXPECT_FALSE(r.config);
+  EXPECT_EQ(r.error.rfind("test.toml:2:", 0), 0u) << r.error;
+}
+
+TEST(Config, EnvironmentOverridesSingleKeys) {
+  const auto r = parse(
+      "[[device]]\nport = \"net_tap0\"\nip = \"10.0.0.1/24\"\n",
+      {"UROCE_DEVICE0_PORT=net_af_packet0,iface=veth9", "UROCE_DEVICE0_MTU=9000",
+       "UROCE_DEVICE1_PORT=net_tap1", "UROCE_DEVICE1_IP=10.0.2.1/24,10.0.3.1/24", "UROCE_LOG=debug",
+       "UROCE_EAL_ARGS=--a --b", "UROCE_FAULT_TX_DROP=0.25", "UROCE_CONFIG=/ignored", "PATH=/bin"});
+  ASSERT_TRUE(r.config) << r.error;
+  const Config& c = *r.config;
+  ASSERT_EQ(c.devices.size(), 2u);
+  EXPECT_EQ(c.devices[0].port, "net_af_packet0,iface=veth9");
+  EXPECT_EQ(c.devices[0].mtu, 9000u);
+  EXPECT_EQ(c.devices[1].name, "uroce1");
+  EXPECT_EQ(c.devices[1].ip.size(), 2u);
+  EXPECT_EQ(c.log_level, "debug");
+  EXPECT_EQ(c.eal_args, (std::vector<std::string>{"--a", "--b"}));
+  EXPECT_DOUBLE_EQ(c.fault.tx_drop, 0.25);
+}
+
+TEST(Config, EnvironmentErrorsNameTheVariable) {
+  auto r = parse("", {"UROCE_DEVICE0_PORT=x", "UROCE_DEVICE0_IP=1.2.3.4", "UROCE_DEVICE0_DSCP=99"});
+  EXPECT_FALSE(r.config);
+  EXPECT_NE(r.error.find("UROCE_DEVICE0_DSCP (device[0].dscp): must be between 0 and 63"),
+            std::string::npos)
+      << r.error;
+  r = parse("", {"UROCE_DEVICE3_PORT=x"});
+  EXPECT_NE(r.error.find("UROCE_DEVICE3_PORT: device 3 does not exist"), std::string::npos)
+      << r.error;
+  r = parse("", {"UROCE_LOG_COLOUR=1"});
+  EXPECT_NE(r.error.find("UROCE_LOG_COLOUR (log.colour): unknown key"), std::string::npos)
+      << r.error;
+}
+
+}  // namespace
+}  // namespace uroce
