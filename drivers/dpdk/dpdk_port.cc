@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "log/log.h"
+
 namespace uroce::dpdk {
 
 namespace {
@@ -77,6 +79,8 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
   rte_ether_addr mac;
   rte_eth_macaddr_get(id, &mac);
   std::copy(std::begin(mac.addr_bytes), std::end(mac.addr_bytes), p->mac_.bytes.begin());
+  log::get().info("port {} ({}): MAC {}, MTU {}, {} Mb/s, link {}", id, device, p->mac_.to_string(),
+                  p->mtu_, p->speed_mbps(), p->link_up() ? "up" : "down");
   return p;
 }
 

@@ -7,7 +7,10 @@
 
 #include <cctype>
 #include <mutex>
+#include <numeric>
 #include <thread>
+
+#include "log/log.h"
 
 namespace uroce::dpdk {
 
@@ -73,6 +76,10 @@ std::string eal_init(const EalOptions& opts) {
   std::lock_guard lock(mu);
   if (done) return {};
   std::vector<std::string> args = eal_arguments(opts);
+  log::get().info("starting DPDK EAL: {}", std::accumulate(args.begin(), args.end(), std::string(),
+                                                           [](std::string a, const std::string& b) {
+                                                             return a.empty() ? b : a + " " + b;
+                                                           }));
   std::vector<char*> argv;
   for (std::string& s : args) argv.push_back(s.data());
   int ret = 0;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <thread>
 
+#include "log/log.h"
 #include "wire/arp.h"
 #include "wire/icmp.h"
 #include "wire/icrc.h"
@@ -225,9 +226,13 @@ std::optional<wire::MacAddr> Engine::resolve(const wire::IpAddr& ip,
       next_request = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
     }
     try_poll(now_ns());
-    if (auto mac = neighbors_.lookup(ip)) return mac;
+    if (auto mac = neighbors_.lookup(ip)) {
+      log::get().debug("resolved {} to {}", ip.to_string(), mac->to_string());
+      return mac;
+    }
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
+  log::get().warn("no ARP answer from {} in {} ms", ip.to_string(), timeout.count());
   return std::nullopt;
 }
 
