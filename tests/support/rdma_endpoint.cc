@@ -3,9 +3,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 
-#include "dpdk/eal.h"
 #include "transport/random.h"
 
 namespace uroce::test {
@@ -50,32 +50,42 @@ void fail(const std::string& why) {
 }
 
 Endpoint::Endpoint(const EndpointOptions& o) : o_(o) {
-  dpdk::EalOptions eal;
-  eal.devices = {o.device};
-  eal.hugepages = o.hugepages;
-  eal.memory_mb = o.hugepages ? 256 : 512;
-  if (auto err = dpdk::eal_init(eal); !err.empty()) fail(err);
+  DeviceConfig dc;
+  dc.name = "uroce0";
+  dc.port = o.device;
+  dc.ip = {IpPrefix{o.ip, 24}};
+  dc.hugepages = o.hugepages;
+  Config c;
+  c.eal_memory_mb = o.hugepages ? 256 : 512;
+  c.fault = {o.fault.rx.drop,    o.fault.rx.duplicate, o.fault.rx.reorder,
+             o.fault.rx.corrupt, o.fault.tx.drop,      o.fault.tx.duplicate,
+             o.fault.tx.reorder, o.fault.tx.corrupt,   o.fault.seed};
   std::string err;
-  port_ = dpdk::DpdkPort::open(o.device, {}, &err);
-  if (!port_) fail(err);
-  const auto ip = wire::IpAddr::parse(o.ip);
-  if (!ip || !wire::IpAddr::parse(o.peer)) fail("bad address");
-  engine_ = std::make_unique<engine::Engine>(*port_, engine::EngineConfig{{*ip}, o.fault});
-  poller_ = std::make_unique<engine::PollThread>(*engine_);
+  dev_ = verbs::Device::open(dc, c, &err);
+  if (!dev_) fail(err);
+  memory_ = std::make_unique<verbs::PdMemory>(dev_->mrs(), kPd);
   transport::QpInit init;
-  init.qpn = transport::secure_random_qpn();
+  init.qpn = dev_->alloc_qpn();
   init.max_send_wr = 256;
   init.max_recv_wr = 256;
   init.send_cq = &scq_;
   init.recv_cq = &rcq_;
-  init.memory = &mem_;
+  init.memory = memory_.get();
   qp_ = std::make_unique<transport::Qp>(init);
   psn_ = transport::secure_random_psn();
 }
 
 Endpoint::~Endpoint() {
-  poller_.reset();
-  engine_->detach(qp_->qpn());
+  dev_->engine().detach(qp_->qpn());
+  dev_.reset();
+}
+
+std::uint32_t Endpoint::reg(const void* p, std::size_t n) {
+  verbs::MrInfo mr;
+  if (dev_->mrs().reg(kPd, const_cast<void*>(p), n, reinterpret_cast<std::uint64_t>(p), kAllAccess,
+                      &mr) != 0)
+    fail("memory registration failed");
+  return mr.lkey;
 }
 
 Info Endpoint::connect(const Info& extra) {
@@ -87,38 +97,36 @@ Info Endpoint::connect(const Info& extra) {
   publish(me + ".info", mine);
   Info peer = await(them + ".info", 30s);
 
-  const auto route =
-      engine_->route_to(*wire::IpAddr::parse(o_.ip), *wire::IpAddr::parse(o_.peer), 5000ms);
-  if (!route) fail("cannot resolve the peer with ARP");
-  engine_->attach(*qp_);
-  // modify_qp belongs to the engine thread: run it holding the engine.
-  engine_->locked([&] {
-    using namespace transport::attr_mask;
-    transport::Qp& qp = *qp_;
-    transport::QpAttr at;
-    at.qp_state = transport::QpState::kInit;
-    at.qp_access_flags = kAllAccess;
-    if (qp.modify(at, kState | kPkeyIndex | kPort | kAccessFlags, 0)) fail("INIT");
-    at.qp_state = transport::QpState::kRtr;
-    at.route = *route;
-    at.route.udp_sport = wire::roce_udp_sport(qp.qpn(), static_cast<std::uint32_t>(peer["qpn"]));
-    at.path_mtu = *wire::mtu_for_link(port_->mtu());
-    at.dest_qp_num = static_cast<std::uint32_t>(peer["qpn"]);
-    at.rq_psn = static_cast<std::uint32_t>(peer["psn"]);
-    at.max_dest_rd_atomic = 16;
-    at.min_rnr_timer = 12;
-    if (qp.modify(at, kState | kAv | kPathMtu | kDestQpn | kRqPsn | kMaxDestRdAtomic | kMinRnrTimer,
-                  0))
-      fail("RTR");
-    at.qp_state = transport::QpState::kRts;
-    at.sq_psn = psn_;
-    at.timeout = 14;  // 67 ms
-    at.retry_cnt = 7;
-    at.rnr_retry = 7;
-    at.max_rd_atomic = 16;
-    if (qp.modify(at, kState | kSqPsn | kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic, 0))
-      fail("RTS");
-  });
+  dev_->engine().attach(*qp_);
+  using namespace transport::attr_mask;
+  transport::QpAttr at;
+  at.qp_state = transport::QpState::kInit;
+  at.qp_access_flags = kAllAccess;
+  if (dev_->modify_qp(*qp_, at, nullptr, kState | kPkeyIndex | kPort | kAccessFlags)) fail("INIT");
+  // The peer's GID is its IPv4 address, IPv4-mapped; ours is GID 1.
+  verbs::AddressVector av;
+  av.sgid_index = 1;
+  av.dgid = wire::IpAddr::parse(o_.peer)->bytes;
+  at.qp_state = transport::QpState::kRtr;
+  at.path_mtu = dev_->port_attr().active_mtu;
+  at.dest_qp_num = static_cast<std::uint32_t>(peer["qpn"]);
+  at.rq_psn = static_cast<std::uint32_t>(peer["psn"]);
+  at.max_dest_rd_atomic = 16;
+  at.min_rnr_timer = 12;
+  if (int rc = dev_->modify_qp(
+          *qp_, at, &av,
+          kState | kAv | kPathMtu | kDestQpn | kRqPsn | kMaxDestRdAtomic | kMinRnrTimer);
+      rc != 0)
+    fail("RTR: " + std::string(std::strerror(rc)));
+  at.qp_state = transport::QpState::kRts;
+  at.sq_psn = psn_;
+  at.timeout = 14;  // 67 ms
+  at.retry_cnt = 7;
+  at.rnr_retry = 7;
+  at.max_rd_atomic = 16;
+  if (dev_->modify_qp(*qp_, at, nullptr,
+                      kState | kSqPsn | kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic))
+    fail("RTS");
   return peer;
 }
 
@@ -128,11 +136,11 @@ void Endpoint::sync(const std::string& name, std::chrono::seconds limit) {
   // What the peer wrote into our memory before it got here is ordered
   // before what we read next: taking the engine orders us behind the
   // poll thread that wrote it.
-  engine_->poll(engine::now_ns());
+  dev_->engine().poll(engine::now_ns());
 }
 
 void Endpoint::post(const transport::SendWr& wr) {
-  while (qp_->post_send(wr) == ENOMEM) poller_->drive();
+  while (qp_->post_send(wr) == ENOMEM) dev_->progress().drive();
 }
 
 transport::Wc Endpoint::wait(transport::Cq& cq, std::chrono::seconds limit) {
@@ -141,7 +149,7 @@ transport::Wc Endpoint::wait(transport::Cq& cq, std::chrono::seconds limit) {
   while (cq.poll(&wc, 1) == 0) {
     if (std::chrono::steady_clock::now() > end) fail("no completion in time");
     // The waiter drives the engine itself; the poll thread steps back.
-    poller_->drive();
+    dev_->progress().drive();
   }
   return wc;
 }
@@ -155,7 +163,7 @@ void Endpoint::print_stats() {
   for (std::size_t i = 0; i < engine::kEngineCounterNames.size(); ++i) {
     std::printf("stat %s %llu\n", std::string(engine::kEngineCounterNames[i]).c_str(),
                 static_cast<unsigned long long>(
-                    engine_->counters().get(static_cast<engine::EngineCounter>(i))));
+                    dev_->engine().counters().get(static_cast<engine::EngineCounter>(i))));
   }
   std::fflush(stdout);
 }

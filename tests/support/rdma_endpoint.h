@@ -2,10 +2,10 @@
 #pragma once
 
 // One end of a two-process RoCEv2 exchange over a real DPDK port, for the
-// two-process tests and benchmarks: EAL, the port, an engine with its poll
-// thread, one RC QP and a memory table; the two ends swap QP numbers,
-// PSNs and keys through files in a shared directory and resolve each
-// other with ARP.
+// two-process tests and benchmarks: a uroce device (lib/verbs: EAL, port,
+// engine and poll thread, memory regions), one RC QP; the two ends swap QP
+// numbers, PSNs and keys through files in a shared directory, and the
+// device resolves the peer's GID with ARP.
 
 #include <atomic>
 #include <chrono>
@@ -15,11 +15,8 @@
 #include <string>
 #include <thread>
 
-#include "dpdk/dpdk_port.h"
-#include "engine/engine.h"
-#include "engine/poll_thread.h"
-#include "support/sim_memory.h"
 #include "transport/qp.h"
+#include "verbs/device.h"
 
 namespace uroce::test {
 
@@ -47,14 +44,13 @@ class Endpoint {
   explicit Endpoint(const EndpointOptions& o);
   ~Endpoint();
 
-  SimMemory& memory() { return mem_; }
   transport::Qp& qp() { return *qp_; }
   transport::Cq& send_cq() { return scq_; }
   transport::Cq& recv_cq() { return rcq_; }
-  engine::Engine& engine() { return *engine_; }
+  verbs::Device& device() { return *dev_; }
 
   /// Registers [p, p + n) for every access; returns the key.
-  std::uint32_t reg(const void* p, std::size_t n) { return mem_.reg(p, n, kAllAccess); }
+  std::uint32_t reg(const void* p, std::size_t n);
 
   /// Publishes our QP's number and PSN and `extra`, waits for the peer's,
   /// resolves the peer and brings the QP to RTS. Returns the peer's info.
@@ -71,15 +67,14 @@ class Endpoint {
   void print_stats();
 
  private:
+  static constexpr verbs::PdId kPd = 1;
   EndpointOptions o_;
-  std::unique_ptr<dpdk::DpdkPort> port_;
-  std::unique_ptr<engine::Engine> engine_;
-  SimMemory mem_;
+  std::unique_ptr<verbs::Device> dev_;
+  std::unique_ptr<verbs::PdMemory> memory_;
   transport::Cq scq_{1024};
   transport::Cq rcq_{1024};
   std::unique_ptr<transport::Qp> qp_;
   std::uint32_t psn_ = 0;
-  std::unique_ptr<engine::PollThread> poller_;
 };
 
 }  // namespace uroce::test

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "verbs/device.h"
+
+#include <algorithm>
+#include <cerrno>
+
+#include "dpdk/eal.h"
+#include "log/log.h"
+#include "transport/limits.h"
+#include "transport/random.h"
+
+namespace uroce::verbs {
+
+namespace {
+
+// Modified EUI-64 of a MAC (RFC 4291 appendix A): the node GUID and the
+// interface identifier of the link-local GID.
+std::array<std::uint8_t, 8> eui64(const wire::MacAddr& m) {
+  return {static_cast<std::uint8_t>(m.bytes[0] ^ 2),
+          m.bytes[1],
+          m.bytes[2],
+          0xFF,
+          0xFE,
+          m.bytes[3],
+          m.bytes[4],
+          m.bytes[5]};
+}
+
+}  // namespace
+
+std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c, std::string* error) {
+  dpdk::EalOptions eal;
+  eal.devices = {dc.port};
+  eal.hugepages = dc.hugepages;
+  eal.memory_mb = c.eal_memory_mb;
+  eal.args = c.eal_args;
+  if (auto err = dpdk::eal_init(eal); !err.empty()) {
+    *error = dc.name + ": " + err;
+    return nullptr;
+  }
+  std::unique_ptr<Device> d(new Device());
+  d->cfg_ = dc;
+  dpdk::PortOptions po;
+  po.mtu = dc.mtu;
+  d->port_ = dpdk::DpdkPort::open(dc.port, po, error);
+  if (!d->port_) {
+    *error = dc.name + ": " + *error;
+    return nullptr;
+  }
+  const wire::MacAddr mac = d->port_->mac();
+
+  // GID 0: fe80::/64 with the EUI-64 of the MAC, as every RoCE NIC has.
+  wire::IpAddr ll;
+  ll.bytes[0] = 0xFE;
+  ll.bytes[1] = 0x80;
+  const auto id = eui64(mac);
+  std::copy(id.begin(), id.end(), ll.bytes.begin() + 8);
+  d->gids_.push_back(ll);
+  engine::EngineConfig ec;
+  for (const IpPrefix& p : dc.ip) {
+    const auto ip = wire::IpAddr::parse(p.address);
+    if (!ip) {
+      *error = dc.name + ": bad address " + p.address;
+      return nullptr;
+    }
+    d->gids_.push_back(*ip);
+    ec.addresses.push_back(*ip);
+  }
+  const FaultSettings& f = c.fault;
+  ec.fault.rx = {f.rx_drop, f.rx_duplicate, f.rx_reorder, f.rx_corrupt};
+  ec.fault.tx = {f.tx_drop, f.tx_duplicate, f.tx_reorder, f.tx_corrupt};
+  ec.fault.seed = f.seed;
+  d->engine_ = std::make_unique<engine::Engine>(*d->port_, ec);
+  d->poller_ = std::make_unique<engine::PollThread>(*d->engine_);
+
+  DeviceAttr& a = d->attr_;
+  for (std::uint8_t b : id) a.node_guid = a.node_guid << 8 | b;
+  a.max_mr_size = transport::kMaxMessageSize;
+  a.max_qp = 1u << 16;
+  a.max_qp_wr = transport::kMaxQpWr;
+  a.max_sge = transport::kMaxSge;
+  a.max_cqe = 1u << 20;
+  a.max_mr = MrTable::kMaxMr - 1;
+  a.max_qp_rd_atom = transport::kMaxRdAtomic;
+  a.max_qp_init_rd_atom = transport::kMaxRdAtomic;
+  a.max_inline_data = transport::kMaxInlineData;
+  log::get().info("{}: opened on {}, {} GIDs", dc.name, dc.port, d->gids_.size());
+  return d;
+}
+
+Device::~Device() {
+  poller_.reset();
+  engine_.reset();
+  port_.reset();
+}
+
+PortAttr Device::port_attr() const {
+  PortAttr p;
+  p.state = port_->link_up() ? PortState::kActive : PortState::kDown;
+  p.active_mtu = wire::mtu_for_link(port_->mtu()).value_or(wire::Mtu::k256);
+  p.gid_tbl_len = static_cast<std::uint32_t>(gids_.size());
+  p.speed_mbps = port_->speed_mbps();
+  return p;
+}
+
+std::uint32_t Device::alloc_qpn() {
+  std::lock_guard lock(qpn_mu_);
+  for (;;) {
+    const std::uint32_t q = transport::secure_random_qpn();
+    if (std::find(qpns_.begin(), qpns_.end(), q) == qpns_.end()) {
+      qpns_.push_back(q);
+      return q;
+    }
+  }
+}
+
+void Device::free_qpn(std::uint32_t qpn) {
+  std::lock_guard lock(qpn_mu_);
+  qpns_.erase(std::remove(qpns_.begin(), qpns_.end(), qpn), qpns_.end());
+}
+
+int Device::resolve(const AddressVector& av, std::uint32_t src_qpn, std::uint32_t dst_qpn,
+                    wire::RoceRoute* out) {
+  if (av.sgid_index >= gids_.size()) return EINVAL;
+  wire::IpAddr dst;
+  dst.bytes = av.dgid;
+  const wire::IpAddr& src = gids_[av.sgid_index];
+  if (src.is_v4() != dst.is_v4()) return EINVAL;
+  const auto route = engine_->route_to(src, dst, std::chrono::milliseconds(3000));
+  if (!route) return EHOSTUNREACH;
+  *out = *route;
+  out->dscp = av.traffic_class >> 2 ? static_cast<std::uint8_t>(av.traffic_class >> 2) : cfg_.dscp;
+  out->hop_limit = av.hop_limit ? av.hop_limit : 64;
+  out->flow_label = av.flow_label;
+  out->udp_sport = wire::roce_udp_sport(src_qpn, dst_qpn);
+  return 0;
+}
+
+int Device::modify_qp(transport::Qp& qp, transport::QpAttr attr, const AddressVector* av,
+                      unsigned mask) {
+  if (mask & transport::attr_mask::kAv) {
+    if (!av) return EINVAL;
+    // The destination QPN is part of the flow's UDP source port.
+    const std::uint32_t dst_qpn =
+        (mask & transport::attr_mask::kDestQpn) ? attr.dest_qp_num : qp.attr().dest_qp_num;
+    if (int rc = resolve(*av, qp.qpn(), dst_qpn, &attr.route); rc != 0) return rc;
+  }
+  return engine_->locked([&] { return qp.modify(attr, mask, engine::now_ns()); });
+}
+
+}  // namespace uroce::verbs

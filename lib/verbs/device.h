@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#pragma once
+
+// A uroce device: one DPDK port with its engine and poll thread, its GID
+// table, memory regions and queue pairs. What ibv_open_device opens.
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dpdk/dpdk_port.h"
+#include "engine/engine.h"
+#include "engine/poll_thread.h"
+#include "transport/qp.h"
+#include "uroce/config.h"
+#include "verbs/mr_table.h"
+
+namespace uroce::verbs {
+
+/// Device attributes, from transport/limits.h (ibv_device_attr's subset).
+struct DeviceAttr {
+  std::uint64_t node_guid = 0;  ///< EUI-64 of the port's MAC
+  std::uint32_t vendor_id = 0;  ///< uroce has no IEEE OUI: it claims none
+  std::uint32_t vendor_part_id = 0;
+  std::uint64_t max_mr_size = 0;
+  std::uint32_t max_qp = 0;
+  std::uint32_t max_qp_wr = 0;
+  std::uint32_t max_sge = 0;
+  std::uint32_t max_cqe = 0;
+  std::uint32_t max_mr = 0;
+  std::uint32_t max_qp_rd_atom = 0;
+  std::uint32_t max_qp_init_rd_atom = 0;
+  std::uint32_t max_inline_data = 0;
+};
+
+enum class PortState : std::uint8_t { kDown = 1, kActive = 4 };  // IBV_PORT_*
+
+struct PortAttr {
+  PortState state = PortState::kDown;
+  wire::Mtu max_mtu = wire::Mtu::k4096;
+  wire::Mtu active_mtu = wire::Mtu::k1024;
+  std::uint32_t gid_tbl_len = 0;
+  std::uint32_t speed_mbps = 0;
+};
+
+/// Where an RC/UC QP's packets go (ibv_ah_attr's RoCE part).
+struct AddressVector {
+  std::uint8_t sgid_index = 0;
+  std::array<std::uint8_t, 16> dgid{};
+  std::uint8_t hop_limit = 64;
+  std::uint8_t traffic_class = 0;
+  std::uint32_t flow_label = 0;
+};
+
+class Device {
+ public:
+  /// Opens the device `dc` describes: EAL (once per process), its port,
+  /// the engine and its poll thread. Null with *error on failure.
+  static std::unique_ptr<Device> open(const DeviceConfig& dc, const Config& c, std::string* error);
+  ~Device();
+
+  const std::string& name() const { return cfg_.name; }
+  const DeviceAttr& attr() const { return attr_; }
+  PortAttr port_attr() const;
+  /// GID table: index 0 is the IPv6 link-local address made from the MAC,
+  /// then one RoCEv2 GID per configured address (IPv4-mapped for IPv4).
+  const std::vector<wire::IpAddr>& gids() const { return gids_; }
+
+  engine::Engine& engine() { return *engine_; }
+  engine::PollThread& progress() { return *poller_; }
+  MrTable& mrs() { return mrs_; }
+
+  /// A new QP number, unpredictable and unused on this device.
+  std::uint32_t alloc_qpn();
+  void free_qpn(std::uint32_t qpn);
+
+  /// The route (Ethernet/IP/UDP template) an address vector describes,
+  /// resolving the peer's MAC with ARP; EINVAL for a bad GID index,
+  /// EHOSTUNREACH when the peer does not answer.
+  int resolve(const AddressVector& av, std::uint32_t src_qpn, std::uint32_t dst_qpn,
+              wire::RoceRoute* out);
+
+  /// modify_qp: resolves the address vector (kAv in mask), then moves the
+  /// QP while holding the engine.
+  int modify_qp(transport::Qp& qp, transport::QpAttr attr, const AddressVector* av, unsigned mask);
+
+ private:
+  Device() = default;
+  DeviceConfig cfg_;
+  DeviceAttr attr_;
+  std::vector<wire::IpAddr> gids_;
+  std::unique_ptr<dpdk::DpdkPort> port_;
+  std::unique_ptr<engine::Engine> engine_;
+  std::unique_ptr<engine::PollThread> poller_;
+  MrTable mrs_{[this] { engine_->locked([] {}); }};
+  std::mutex qpn_mu_;
+  std::vector<std::uint32_t> qpns_;
+};
+
+}  // namespace uroce::verbs

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#pragma once
+
+// Memory regions: the only way the transport reaches memory. A key is an
+// index into the table (upper 24 bits) and 8 random bits, so keys are not
+// guessable and a stale key rarely matches a reused slot. The engine looks
+// keys up without locks; registration publishes an entry with release
+// ordering, and deregistration returns only once the engine can no longer
+// be using the region, so the program may free it at once.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <vector>
+
+#include "transport/memory.h"
+
+namespace uroce::verbs {
+
+/// Protection domain identifier.
+using PdId = std::uint32_t;
+
+struct MrInfo {
+  std::uint32_t lkey = 0;
+  std::uint32_t rkey = 0;
+};
+
+class MrTable {
+ public:
+  static constexpr std::uint32_t kMaxMr = 1u << 14;
+
+  /// `quiesce` runs once no engine iteration is in progress (it takes the
+  /// engine lock); deregistration waits on it.
+  explicit MrTable(std::function<void()> quiesce);
+
+  /// Registers [addr, addr + length), seen by remote peers at `iova`, with
+  /// the access flags (transport::access). Returns the keys, or errno:
+  /// EINVAL for bad flags (remote write or atomic without local write, as
+  /// IBA 10.6.3.1 requires), ENOMEM when the table is full.
+  int reg(PdId pd, void* addr, std::uint64_t length, std::uint64_t iova, unsigned flags,
+          MrInfo* out);
+  /// Deregisters; EINVAL for an unknown key.
+  int dereg(std::uint32_t lkey);
+
+  /// Lookups for the transport, checked against the PD, the bounds and the
+  /// access flags.
+  transport::MemRef lookup(PdId pd, std::uint32_t key, std::uint64_t addr, std::uint64_t length,
+                           unsigned access) const;
+
+ private:
+  struct Entry {
+    std::atomic<std::uint32_t> key{0};  ///< 0: free
+    PdId pd = 0;
+    std::uint8_t* host = nullptr;
+    std::uint64_t iova = 0;
+    std::uint64_t length = 0;
+    unsigned access = 0;
+  };
+  std::vector<Entry> entries_;
+  std::vector<std::uint32_t> free_;
+  std::mutex mu_;  ///< registration and deregistration only
+  std::function<void()> quiesce_;
+};
+
+/// What one QP may reach: its PD's regions.
+class PdMemory : public transport::MemoryAccess {
+ public:
+  PdMemory(MrTable& table, PdId pd) : table_(table), pd_(pd) {}
+  transport::MemRef local(std::uint32_t lkey, std::uint64_t addr, std::uint64_t length,
+                          unsigned access) override {
+    return table_.lookup(pd_, lkey, addr, length, access);
+  }
+  transport::MemRef remote(std::uint32_t rkey, std::uint64_t va, std::uint64_t length,
+                           unsigned access) override {
+    return table_.lookup(pd_, rkey, va, length, access);
+  }
+  bool invalidate(std::uint32_t) override {
+    return false;  // memory windows and invalidation are not offered yet
+  }
+
+ private:
+  MrTable& table_;
+  PdId pd_;
+};
+
+}  // namespace uroce::verbs

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "verbs/mr_table.h"
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <set>
+#include <vector>
+
+#include "transport/types.h"
+
+namespace uroce::verbs {
+namespace {
+
+namespace acc = transport::access;
+using transport::MemError;
+
+TEST(MrTable, KeysAreUnpredictableAndDistinct) {
+  MrTable t(nullptr);
+  std::vector<std::uint8_t> buf(64);
+  std::set<std::uint32_t> keys;
+  std::set<std::uint32_t> low_bytes;
+  for (int i = 0; i < 200; ++i) {
+    MrInfo mr;
+    ASSERT_EQ(t.reg(1, buf.data(), buf.size(), 0x1000, acc::kLocalWrite, &mr), 0);
+    EXPECT_NE(mr.lkey, 0u);
+    keys.insert(mr.lkey);
+    low_bytes.insert(mr.lkey & 0xFF);
+  }
+  EXPECT_EQ(keys.size(), 200u);
+  EXPECT_GT(low_bytes.size(), 100u) << "the key byte must vary";
+}
+
+TEST(MrTable, LookupChecksPdBoundsAndAccess) {
+  MrTable t(nullptr);
+  std::vector<std::uint8_t> buf(4096);
+  MrInfo mr;
+  ASSERT_EQ(t.reg(7, buf.data(), buf.size(), 0x10000, acc::kLocalWrite | acc::kRemoteRead, &mr), 0);
+  // The IOVA space maps onto the buffer.
+  auto ok = t.lookup(7, mr.rkey, 0x10000 + 100, 50, acc::kRemoteRead);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok.ptr, buf.data() + 100);
+  EXPECT_TRUE(t.lookup(7, mr.rkey, 0x10000, 4096, 0));
+  EXPECT_EQ(t.lookup(8, mr.rkey, 0x10000, 8, 0).error, MemError::kBadKey) << "other PD";
+  EXPECT_EQ(t.lookup(7, mr.rkey ^ 1, 0x10000, 8, 0).error, MemError::kBadKey) << "wrong key byte";
+  EXPECT_EQ(t.lookup(7, mr.rkey, 0x10000 + 4090, 8, 0).error, MemError::kBounds);
+  EXPECT_EQ(t.lookup(7, mr.rkey, 0xFFFF, 8, 0).error, MemError::kBounds);
+  EXPECT_EQ(t.lookup(7, mr.rkey, 0x10000 + 4096, 0xFFFFFFFFFFFFF000ull, 0).error, MemError::kBounds)
+      << "no wrap-around";
+  EXPECT_EQ(t.lookup(7, mr.rkey, 0x10000, 8, acc::kRemoteWrite).error, MemError::kAccess);
+  EXPECT_EQ(t.lookup(7, 0, 0, 0, 0).error, MemError::kBadKey);
+}
+
+TEST(MrTable, RemoteWriteWithoutLocalWriteIsRefused) {
+  MrTable t(nullptr);
+  std::vector<std::uint8_t> buf(64);
+  MrInfo mr;
+  EXPECT_EQ(t.reg(1, buf.data(), 64, 0, acc::kRemoteWrite, &mr), EINVAL);
+  EXPECT_EQ(t.reg(1, buf.data(), 64, 0, acc::kRemoteAtomic, &mr), EINVAL);
+  EXPECT_EQ(t.reg(1, nullptr, 64, 0, acc::kLocalWrite, &mr), EINVAL);
+}
+
+TEST(MrTable, DeregistrationWaitsForTheEngineAndKillsTheKey) {
+  int quiesced = 0;
+  MrTable t([&] { ++quiesced; });
+  std::vector<std::uint8_t> buf(64);
+  MrInfo mr;
+  ASSERT_EQ(t.reg(1, buf.data(), 64, 0, acc::kLocalWrite, &mr), 0);
+  ASSERT_EQ(t.dereg(mr.lkey), 0);
+  EXPECT_EQ(quiesced, 1);
+  EXPECT_EQ(t.lookup(1, mr.lkey, 0, 8, 0).error, MemError::kBadKey);
+  EXPECT_EQ(t.dereg(mr.lkey), EINVAL) << "twice";
+  // The slot is reused under another key; the old one stays dead (unless
+  // its random byte repeats, 1 in 256).
+  MrInfo again;
+  ASSERT_EQ(t.reg(1, buf.data(), 64, 0, acc::kLocalWrite, &again), 0);
+  EXPECT_EQ(again.lkey >> 8, mr.lkey >> 8);
+  if ((again.lkey & 0xFF) != (mr.lkey & 0xFF)) {
+    EXPECT_FALSE(t.lookup(1, mr.lkey, 0, 8, 0));
+  }
+}
+
+TEST(MrTable, AFullTableSaysEnomem) {
+  MrTable t(nullptr);
+  std::uint8_t b;
+  MrInfo mr;
+  for (std::uint32_t i = 1; i < MrTable::kMaxMr; ++i) ASSERT_EQ(t.reg(1, &b, 1, 0, 0, &mr), 0);
+  EXPECT_EQ(t.reg(1, &b, 1, 0, 0, &mr), ENOMEM);
+}
+
+}  // namespace
+}  // namespace uroce::verbs
