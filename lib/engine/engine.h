@@ -77,6 +77,13 @@ class Engine {
   std::optional<wire::RoceRoute> route_to(const wire::IpAddr& src, const wire::IpAddr& dst,
                                           std::chrono::milliseconds timeout);
 
+  /// Calls `fn` for every attached QP, holding the engine (for stats).
+  template <typename F>
+  void for_each_qp(F&& fn) {
+    std::lock_guard lock(mu_);
+    for (const transport::Qp* qp : order_) fn(*qp);
+  }
+
   bool is_local(const wire::IpAddr& ip) const;
   const EngineCounters& counters() const { return counters_; }
   wire::MacAddr mac() const { return mac_; }

@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 
 #include "dpdk/eal.h"
 #include "log/log.h"
+#include "stats/stats_server.h"
 #include "transport/limits.h"
 #include "transport/random.h"
 
@@ -84,11 +86,16 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c, st
   a.max_qp_rd_atom = transport::kMaxRdAtomic;
   a.max_qp_init_rd_atom = transport::kMaxRdAtomic;
   a.max_inline_data = transport::kMaxInlineData;
+  if (auto* server = stats::StatsServer::instance()) {
+    Device* self = d.get();
+    d->stats_handle_ = server->add(dc.name, [self](std::string& out) { self->write_stats(out); });
+  }
   log::get().info("{}: opened on {}, {} GIDs", dc.name, dc.port, d->gids_.size());
   return d;
 }
 
 Device::~Device() {
+  if (stats_handle_ != 0) stats::StatsServer::instance()->remove(stats_handle_);
   poller_.reset();
   engine_.reset();
   port_.reset();
@@ -101,6 +108,26 @@ PortAttr Device::port_attr() const {
   p.gid_tbl_len = static_cast<std::uint32_t>(gids_.size());
   p.speed_mbps = port_->speed_mbps();
   return p;
+}
+
+void Device::write_stats(std::string& out) {
+  const engine::EngineCounters& c = engine_->counters();
+  for (std::size_t i = 0; i < engine::kEngineCounterNames.size(); ++i) {
+    out += "engine " + std::string(engine::kEngineCounterNames[i]) + " " +
+           std::to_string(c.get(static_cast<engine::EngineCounter>(i))) + "\n";
+  }
+  for (std::size_t i = 1; i < wire::kDropReasonNames.size(); ++i) {
+    out += "drop " + std::string(wire::kDropReasonNames[i]) + " " +
+           std::to_string(c.drops(static_cast<wire::DropReason>(i))) + "\n";
+  }
+  engine_->for_each_qp([&](const transport::Qp& qp) {
+    char scope[16];
+    std::snprintf(scope, sizeof(scope), "qp:%06x", qp.qpn());
+    for (std::size_t i = 0; i < transport::kCounterNames.size(); ++i) {
+      out += std::string(scope) + " " + std::string(transport::kCounterNames[i]) + " " +
+             std::to_string(qp.counters().get(static_cast<transport::Counter>(i))) + "\n";
+    }
+  });
 }
 
 std::uint32_t Device::alloc_qpn() {

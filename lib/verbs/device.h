@@ -82,6 +82,9 @@ class Device {
   int resolve(const AddressVector& av, std::uint32_t src_qpn, std::uint32_t dst_qpn,
               wire::RoceRoute* out);
 
+  /// The device's counters as stats lines ("<scope> <counter> <value>").
+  void write_stats(std::string& out);
+
   /// modify_qp: resolves the address vector (kAv in mask), then moves the
   /// QP while holding the engine.
   int modify_qp(transport::Qp& qp, transport::QpAttr attr, const AddressVector* av, unsigned mask);
@@ -97,6 +100,7 @@ class Device {
   MrTable mrs_{[this] { engine_->locked([] {}); }};
   std::mutex qpn_mu_;
   std::vector<std::uint32_t> qpns_;
+  int stats_handle_ = 0;
 };
 
 }  // namespace uroce::verbs

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#pragma once
+
+// The stats endpoint: each uroce process serves its counters on a Unix
+// socket, <dir>/<pid>.sock, where dir is $UROCE_STATS_DIR or
+// $XDG_RUNTIME_DIR/uroce or /tmp/uroce. A client connects and reads until
+// the server closes; each line is
+//
+//   <device> <scope> <counter> <value>
+//
+// with scope "engine", "drop" (RoCEv2 frames refused, by reason) or
+// "qp:<qpn in hex>". uroce-stat reads them. Served by Boost.Asio on a
+// thread of its own, off the datapath: counters are relaxed atomics.
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace uroce::stats {
+
+/// Writes "<scope> <counter> <value>" lines for one device.
+using Source = std::function<void(std::string& out)>;
+
+/// The directory the endpoints live in.
+std::string stats_dir();
+
+class StatsServer {
+ public:
+  /// The process's server, started on first use. Null if the socket could
+  /// not be created (the reason is logged); uroce runs on without it.
+  static StatsServer* instance();
+  ~StatsServer();
+
+  /// Adds a device's counters; returns a handle for remove().
+  int add(const std::string& device, Source source);
+  void remove(int handle);
+
+  /// The text a client receives.
+  std::string snapshot();
+  const std::string& path() const { return path_; }
+
+ private:
+  StatsServer() = default;
+  bool start();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::string path_;
+  std::mutex mu_;
+  struct Entry {
+    int handle;
+    std::string device;
+    Source source;
+  };
+  std::vector<Entry> sources_;
+  int next_ = 1;
+  std::thread thread_;
+};
+
+}  // namespace uroce::stats

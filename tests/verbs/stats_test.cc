@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// A device's counters reach uroce-stat through the process's stats socket.
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "stats/stats_server.h"
+#include "support/tshark.h"
+#include "verbs/device.h"
+#include "wire/arp.h"
+
+namespace uroce::verbs {
+namespace {
+
+std::string run(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[4096];
+  for (std::size_t n; (n = fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+TEST(Stats, UroceStatShowsADevicesCounters) {
+  test::TempDir dir;
+  setenv("UROCE_STATS_DIR", dir.path().c_str(), 1);
+  DeviceConfig dc;
+  dc.name = "uroce0";
+  dc.port = "net_ring0";  // a port in memory: no hardware, no namespace
+  dc.ip = {IpPrefix{"10.66.0.1", 24}};
+  std::string err;
+  auto dev = Device::open(dc, Config{}, &err);
+  ASSERT_TRUE(dev) << err;
+  ASSERT_NE(stats::StatsServer::instance(), nullptr);
+  EXPECT_EQ(stats::StatsServer::instance()->path(),
+            dir.path() + "/" + std::to_string(getpid()) + ".sock");
+  // Something to count: the device asks for a neighbour that never answers.
+  EXPECT_EQ(
+      dev->engine().resolve(*wire::IpAddr::parse("10.66.0.9"), std::chrono::milliseconds(250)),
+      std::nullopt);
+
+  const std::string env = "UROCE_STATS_DIR=" + dir.path() + " ";
+  const std::string table = run(env + UROCE_STAT);
+  EXPECT_NE(table.find("uroce0"), std::string::npos) << table;
+  EXPECT_NE(table.find("tx_arp_request"), std::string::npos) << table;
+  const std::string everything = run(env + UROCE_STAT " --all");
+  EXPECT_NE(everything.find("bad_icrc"), std::string::npos) << "drop reasons are listed";
+  const std::string json = run(env + UROCE_STAT " --json " + std::to_string(getpid()));
+  EXPECT_EQ(json.rfind("{\"" + std::to_string(getpid()) + "\":{\"uroce0\":{\"engine\":{", 0), 0u)
+      << json;
+  EXPECT_NE(json.find("\"tx_arp_request\":"), std::string::npos);
+
+  // GID table and port attributes as a verbs program would read them.
+  ASSERT_EQ(dev->gids().size(), 2u);
+  EXPECT_EQ(dev->gids()[0].bytes[0], 0xFE) << "link-local GID 0";
+  EXPECT_EQ(dev->gids()[1], *wire::IpAddr::parse("10.66.0.1")) << "IPv4-mapped RoCEv2 GID";
+  EXPECT_EQ(dev->port_attr().gid_tbl_len, 2u);
+  EXPECT_NE(dev->attr().node_guid, 0u);
+}
+
+}  // namespace
+}  // namespace uroce::verbs
