@@ -223,6 +223,7 @@ class Qp {
   void responder_execute(const wire::RocePacket& pkt, Nanos now);
   void responder_uc(const wire::RocePacket& pkt, Nanos now);
   void responder_ud(const wire::RocePacket& pkt, Nanos now);
+  bool take_recv(wire::Psn psn);
   bool execute_send(const wire::RocePacket& pkt);
   bool execute_write(const wire::RocePacket& pkt);
   bool execute_read(const wire::RocePacket& pkt);

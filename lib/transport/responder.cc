@@ -152,23 +152,27 @@ bool Qp::copy_to_recv(wire::ConstBytes data, std::uint32_t offset, WcStatus* err
   return true;
 }
 
+bool Qp::take_recv(Psn psn) {
+  if (resp_.recv_taken) return true;
+  if (!rq_->take(resp_.recv)) {
+    // No receive WQE: RNR NAK, and the requester retries this PSN after
+    // the time we ask for (IBA 9.7.5.2.8). UC simply drops the message.
+    if (type_ == QpType::kRc) {
+      queue_nak(psn, AethSyndrome::rnr_nak(attr_.min_rnr_timer));
+      counters_.inc(Counter::kSendRnrErr);
+    } else {
+      responder_error(psn, NakCode::kInvalidRequest, WcStatus::kSuccess);
+    }
+    return false;
+  }
+  resp_.recv_taken = true;
+  return true;
+}
+
 bool Qp::execute_send(const wire::RocePacket& pkt) {
   const wire::OpcodeInfo& info = *pkt.info;
   if (info.starts_message()) {
-    if (!resp_.recv_taken) {
-      if (!rq_->take(resp_.recv)) {
-        // No receive WQE: RNR NAK, and the requester retries this PSN after
-        // the time we ask for (IBA 9.7.5.2.8). UC simply drops.
-        if (type_ == QpType::kRc) {
-          queue_nak(pkt.bth.psn, AethSyndrome::rnr_nak(attr_.min_rnr_timer));
-          counters_.inc(Counter::kSendRnrErr);
-        } else {
-          responder_error(pkt.bth.psn, NakCode::kInvalidRequest, WcStatus::kSuccess);
-        }
-        return false;
-      }
-      resp_.recv_taken = true;
-    }
+    if (!take_recv(pkt.bth.psn)) return false;
     resp_.recv_offset = 0;
   }
   WcStatus err = WcStatus::kSuccess;
@@ -228,18 +232,7 @@ bool Qp::execute_write(const wire::RocePacket& pkt) {
   }
   // WRITE with immediate consumes a receive WQE, checked before its last
   // packet writes anything so an RNR retry finds memory as it was.
-  if (info.has_immediate() && !resp_.recv_taken) {
-    if (!rq_->take(resp_.recv)) {
-      if (type_ == QpType::kRc) {
-        queue_nak(pkt.bth.psn, AethSyndrome::rnr_nak(attr_.min_rnr_timer));
-        counters_.inc(Counter::kSendRnrErr);
-      } else {
-        responder_error(pkt.bth.psn, NakCode::kInvalidRequest, WcStatus::kSuccess);
-      }
-      return false;
-    }
-    resp_.recv_taken = true;
-  }
+  if (info.has_immediate() && !take_recv(pkt.bth.psn)) return false;
   const std::size_t n = pkt.payload.size();
   if (resp_.write_offset + n > resp_.write_length) {
     responder_error(pkt.bth.psn, NakCode::kInvalidRequest, WcStatus::kRemInvReqErr);
