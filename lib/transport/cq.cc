@@ -5,7 +5,11 @@ namespace uroce::transport {
 
 Cq::Cq(std::uint32_t depth) : ring_(depth == 0 ? 1 : depth) {}
 
-bool Cq::push(const Wc& wc) {
+void Cq::arm(bool solicited_only) {
+  armed_.store(solicited_only ? 2 : 1, std::memory_order_release);
+}
+
+bool Cq::push(const Wc& wc, bool solicited) {
   const std::uint64_t tail = tail_.load(std::memory_order_relaxed);
   if (tail - head_.load(std::memory_order_acquire) >= ring_.size()) {
     overflowed_.store(true, std::memory_order_relaxed);
@@ -15,6 +19,12 @@ bool Cq::push(const Wc& wc) {
   // Release: the consumer sees the entry, and the payload it describes,
   // before it sees the new tail.
   tail_.store(tail + 1, std::memory_order_release);
+  // An armed CQ notifies once; errors count as solicited (IBA 11.4.2.2).
+  const std::uint8_t armed = armed_.load(std::memory_order_acquire);
+  if (armed != 0 && notifier_ && (armed == 1 || solicited || wc.status != WcStatus::kSuccess) &&
+      armed_.exchange(0, std::memory_order_acq_rel) != 0) {
+    notifier_->notify(*this);
+  }
   return true;
 }
 

@@ -12,6 +12,15 @@
 
 namespace uroce::transport {
 
+class Cq;
+
+/// Told when an armed CQ gets a completion (a completion channel).
+class CqNotifier {
+ public:
+  virtual ~CqNotifier() = default;
+  virtual void notify(Cq& cq) = 0;
+};
+
 class Cq {
  public:
   /// A CQ holding up to `depth` completions.
@@ -19,7 +28,14 @@ class Cq {
 
   /// Adds a completion; false when the CQ is full (the CQ overflowed: the
   /// QP that completes into it goes to the error state, IBA 11.4.2.1).
-  bool push(const Wc& wc);
+  /// `solicited`: the completion of a message that asked for an event.
+  bool push(const Wc& wc, bool solicited = false);
+
+  /// Where armed notifications go (set once, before use).
+  void set_notifier(CqNotifier* n) { notifier_ = n; }
+  /// ibv_req_notify_cq: the next completion (with solicited_only, the
+  /// next solicited or error completion) notifies once.
+  void arm(bool solicited_only);
 
   /// Takes up to `max` completions, oldest first; returns how many.
   std::uint32_t poll(Wc* out, std::uint32_t max);
@@ -35,6 +51,9 @@ class Cq {
   alignas(64) std::atomic<std::uint64_t> head_{0};  // consumer
   alignas(64) std::atomic<std::uint64_t> tail_{0};  // producer
   std::atomic<bool> overflowed_{false};
+  // 0: not armed, 1: armed for any completion, 2: for solicited ones.
+  std::atomic<std::uint8_t> armed_{0};
+  CqNotifier* notifier_ = nullptr;
 };
 
 }  // namespace uroce::transport

@@ -244,7 +244,7 @@ void Qp::complete_send(const SendWqe& wqe, WcStatus status) {
 }
 
 void Qp::complete_recv(const RecvWr& wr, WcStatus status, WcOpcode opcode, std::uint32_t byte_len,
-                       unsigned flags, std::uint32_t imm, std::uint32_t src_qp) {
+                       unsigned flags, std::uint32_t imm, std::uint32_t src_qp, bool solicited) {
   Wc wc;
   wc.wr_id = wr.wr_id;
   wc.status = status;
@@ -254,7 +254,7 @@ void Qp::complete_recv(const RecvWr& wr, WcStatus status, WcOpcode opcode, std::
   wc.imm_data = imm;
   wc.qp_num = qpn_;
   wc.src_qp = src_qp;
-  if (!recv_cq_ || !recv_cq_->push(wc)) {
+  if (!recv_cq_ || !recv_cq_->push(wc, solicited)) {
     if (state() != QpState::kErr) enter_error();
   }
 }

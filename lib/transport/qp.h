@@ -190,7 +190,8 @@ class Qp {
   void reset_state();
   void complete_send(const SendWqe& wqe, WcStatus status);
   void complete_recv(const RecvWr& wr, WcStatus status, WcOpcode opcode, std::uint32_t byte_len,
-                     unsigned flags, std::uint32_t imm, std::uint32_t src_qp);
+                     unsigned flags, std::uint32_t imm, std::uint32_t src_qp,
+                     bool solicited = false);
   void enter_error();
   void flush();
   SendWqe& sq_at(std::uint64_t index) { return sq_[index % sq_.size()]; }

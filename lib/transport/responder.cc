@@ -200,8 +200,8 @@ bool Qp::execute_send(const wire::RocePacket& pkt) {
       flags |= wc_flags::kWithInv;
       imm = pkt.ext.ieth_rkey;
     }
-    complete_recv(resp_.recv, WcStatus::kSuccess, WcOpcode::kRecv, resp_.recv_offset, flags, imm,
-                  0);
+    complete_recv(resp_.recv, WcStatus::kSuccess, WcOpcode::kRecv, resp_.recv_offset, flags, imm, 0,
+                  pkt.bth.se);
     resp_.recv_taken = false;
     counters_.inc(Counter::kRdmaRecvs);
   }
@@ -243,7 +243,7 @@ bool Qp::execute_write(const wire::RocePacket& pkt) {
   resp_.in_write = !info.ends_message();
   if (info.ends_message() && info.has_immediate()) {
     complete_recv(resp_.recv, WcStatus::kSuccess, WcOpcode::kRecvRdmaWithImm, resp_.write_length,
-                  wc_flags::kWithImm, pkt.ext.imm_data, 0);
+                  wc_flags::kWithImm, pkt.ext.imm_data, 0, pkt.bth.se);
     resp_.recv_taken = false;
     counters_.inc(Counter::kRdmaRecvs);
   }
@@ -279,16 +279,10 @@ bool Qp::execute_read(const wire::RocePacket& pkt) {
   if (r == res_.size() || jobs_count_ == jobs_.size()) return false;  // dropped; retried
   const std::uint32_t npsn = std::max<std::uint32_t>(1, (reth.dma_length + mtu() - 1) / mtu());
   resp_.msn = (resp_.msn + 1) & wire::kPsnMask;  // C9-148: one MSN per READ
-  res_[r] = {true,
-             true,
-             pkt.bth.psn,
-             pkt.bth.psn + static_cast<std::int32_t>(npsn - 1),
-             reth.va,
-             reth.rkey,
-             reth.dma_length,
-             0,
-             resp_.msn,
-             1};
+  res_[r] = {
+      true,      true,      pkt.bth.psn,     pkt.bth.psn + static_cast<std::int32_t>(npsn - 1),
+      reth.va,   reth.rkey, reth.dma_length, 0,
+      resp_.msn, 1};
   push_job({RespJob::Kind::kRead, pkt.bth.psn, pkt.bth.psn, AethSyndrome::ack(), resp_.msn, r});
   resp_.epsn = pkt.bth.psn + static_cast<std::int32_t>(npsn);
   return true;

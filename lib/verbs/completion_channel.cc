@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "verbs/completion_channel.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+
+namespace uroce::verbs {
+
+CompletionChannel::CompletionChannel() : fd_(eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE)) {}
+
+CompletionChannel::~CompletionChannel() {
+  if (fd_ >= 0) close(fd_);
+}
+
+void CompletionChannel::notify(transport::Cq& cq) {
+  {
+    std::lock_guard lock(mu_);
+    events_.push_back(&cq);
+  }
+  const std::uint64_t one = 1;
+  // An eventfd write only fails when the counter would overflow 2^64 - 2.
+  [[maybe_unused]] const ssize_t n = write(fd_, &one, sizeof(one));
+}
+
+transport::Cq* CompletionChannel::get_event() {
+  std::uint64_t v;
+  // Semaphore mode: each read takes one event, blocking until there is one.
+  if (read(fd_, &v, sizeof(v)) != static_cast<ssize_t>(sizeof(v))) return nullptr;
+  std::lock_guard lock(mu_);
+  if (events_.empty()) {
+    errno = EAGAIN;
+    return nullptr;
+  }
+  transport::Cq* cq = events_.front();
+  events_.pop_front();
+  return cq;
+}
+
+}  // namespace uroce::verbs

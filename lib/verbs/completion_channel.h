@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#pragma once
+
+// A completion channel (ibv_comp_channel): a file descriptor that becomes
+// readable when an armed CQ gets a completion, and delivers which CQ it
+// was, one event per CQ notification, as the kernel's channel does. One
+// channel may serve several CQs.
+
+#include <chrono>
+#include <deque>
+#include <mutex>
+
+#include "transport/cq.h"
+
+namespace uroce::verbs {
+
+class CompletionChannel : public transport::CqNotifier {
+ public:
+  CompletionChannel();
+  ~CompletionChannel() override;
+  CompletionChannel(const CompletionChannel&) = delete;
+  CompletionChannel& operator=(const CompletionChannel&) = delete;
+
+  /// The descriptor to poll(2) or block on; readable while events wait.
+  int fd() const { return fd_; }
+
+  /// ibv_get_cq_event: the CQ of the next event, waiting for one (unless
+  /// the descriptor was made non-blocking, then null with errno EAGAIN).
+  transport::Cq* get_event();
+
+  /// Called by the engine thread when an armed CQ completes.
+  void notify(transport::Cq& cq) override;
+
+ private:
+  int fd_ = -1;  ///< eventfd in semaphore mode: one read per event
+  std::mutex mu_;
+  std::deque<transport::Cq*> events_;
+};
+
+}  // namespace uroce::verbs
