@@ -8,7 +8,10 @@
 //
 //   rdma_peer --role a|b --device DEV --ip IP --peer IP --dir DIR
 //             [--drop P --duplicate P --reorder P --corrupt P --seed N]
-//             [--expect-peer-death] [--hugepages]
+//             [--expect-peer-death] [--hugepages] [--srq] [--ud]
+//
+// --srq: role b's RC QP takes its receives from a shared receive queue.
+// --ud: role a also sends UD datagrams that role b checks, GRH included.
 
 #include <cstdio>
 #include <cstring>
@@ -25,6 +28,7 @@ namespace {
 struct Options {
   test::EndpointOptions endpoint;
   bool expect_peer_death = false;
+  bool ud = false;
 };
 
 Options parse(int argc, char** argv) {
@@ -60,6 +64,10 @@ Options parse(int argc, char** argv) {
       o.expect_peer_death = true;
     } else if (a == "--hugepages") {
       e.hugepages = true;
+    } else if (a == "--srq") {
+      e.srq = true;
+    } else if (a == "--ud") {
+      o.ud = true;
     } else {
       fail("unknown option " + a);
     }
@@ -91,6 +99,7 @@ constexpr std::size_t kRegion = (4u << 20) + 64;
 constexpr std::size_t kSizes[] = {0, 1, 4096, 65536, 1u << 20, 4u << 20};
 constexpr std::size_t kSendSizes[] = {1, 4096, 1u << 20};
 constexpr int kAdds = 100;
+constexpr std::size_t kUdSizes[] = {1, 512, 1000};  // within a 1024 path MTU
 
 }  // namespace
 
@@ -125,7 +134,21 @@ int main(int argc, char** argv) {
       r.sg_list[0] = {reinterpret_cast<std::uint64_t>(rbufs[i].data()),
                       static_cast<std::uint32_t>(rbufs[i].size()),
                       ep.reg(rbufs[i].data(), rbufs[i].size())};
-      if (ep.qp().post_recv(r) != 0) fail("post_recv");
+      if (ep.post_recv(r) != 0) fail("post_recv");
+    }
+  }
+  // UD receive buffers: the 40-byte GRH, then the datagram.
+  std::vector<std::vector<std::uint8_t>> udbufs;
+  if (!a && o.ud) {
+    for (std::size_t i = 0; i < std::size(kUdSizes); ++i) {
+      udbufs.emplace_back(40 + 1024);
+      transport::RecvWr r;
+      r.wr_id = 100 + i;
+      r.num_sge = 1;
+      r.sg_list[0] = {reinterpret_cast<std::uint64_t>(udbufs[i].data()),
+                      static_cast<std::uint32_t>(udbufs[i].size()),
+                      ep.reg(udbufs[i].data(), udbufs[i].size())};
+      if (ep.ud().post_recv(r) != 0) fail("UD post_recv");
     }
   }
   ep.sync("ready", std::chrono::seconds(30));
@@ -185,6 +208,18 @@ int main(int argc, char** argv) {
       if (orig != static_cast<std::uint64_t>(i)) fail("FETCH_ADD returned a wrong original");
     }
     std::printf("sends and %d fetch-and-adds ok\n", kAdds);
+    if (o.ud) {
+      for (std::size_t i = 0; i < std::size(kUdSizes); ++i) {
+        pattern(local.data(), kUdSizes[i], 2000 + i);
+        transport::SendWr u = wr(transport::WrOpcode::kSend, local.data(), kUdSizes[i], lk);
+        u.ud = {&ep.peer_ud_route(), ep.peer_ud_qpn(), test::Endpoint::kUdQkey};
+        while (ep.ud().post_send(u) == ENOMEM) {
+        }
+        if (ep.wait(ep.ud_send_cq()).status != transport::WcStatus::kSuccess)
+          fail("UD send failed");
+      }
+      std::printf("UD datagrams sent\n");
+    }
     ep.sync("done");
   } else {
     for (std::size_t i = 0; i < std::size(kSendSizes); ++i) {
@@ -197,6 +232,19 @@ int main(int argc, char** argv) {
       if (std::memcmp(expect.data(), rbufs[i].data(), expect.size()) != 0)
         fail("SEND " + std::to_string(i) + " arrived with other bytes");
     }
+    for (std::size_t i = 0; o.ud && i < std::size(kUdSizes); ++i) {
+      const transport::Wc wc = ep.wait(ep.ud_recv_cq(), std::chrono::seconds(60));
+      if (wc.status != transport::WcStatus::kSuccess || wc.wr_id != 100 + i ||
+          wc.byte_len != 40 + kUdSizes[i] || !(wc.wc_flags & transport::wc_flags::kGrh))
+        fail("UD receive " + std::to_string(i) + " is wrong");
+      // The GRH carries the sender's IPv4 header in its last 20 bytes.
+      if (udbufs[i][20] != 0x45) fail("UD GRH has no IPv4 header");
+      std::vector<std::uint8_t> expect(kUdSizes[i]);
+      pattern(expect.data(), expect.size(), 2000 + i);
+      if (std::memcmp(expect.data(), udbufs[i].data() + 40, expect.size()) != 0)
+        fail("UD datagram " + std::to_string(i) + " arrived with other bytes");
+    }
+    if (o.ud) std::printf("UD datagrams verified\n");
     ep.sync("done");
     // What the last WRITE left: the 4 MiB pattern.
     std::vector<std::uint8_t> expect(kSizes[std::size(kSizes) - 1]);

@@ -111,11 +111,13 @@ class Veth : public ::testing::Test {
 };
 
 TEST_F(Veth, TwoProcessesMoveEveryByteOverAfPacket) {
-  auto [a, b] = run_pair("", "");
+  // Role b takes its SENDs from a shared receive queue; UD datagrams too.
+  auto [a, b] = run_pair("--ud", "--ud --srq");
   ASSERT_EQ(a.status, 0) << a.output;
   ASSERT_EQ(b.status, 0) << b.output;
   EXPECT_NE(a.output.find("write+read 4194304 bytes ok"), std::string::npos) << a.output;
   EXPECT_NE(b.output.find("receives, writes and atomics verified"), std::string::npos);
+  EXPECT_NE(b.output.find("UD datagrams verified"), std::string::npos) << b.output;
   EXPECT_GT(a.stats["sent_pkts"], 2000u);  // 4 MiB + 1 MiB + ... at a 1024 B MTU
   EXPECT_GT(a.stats["tx_arp_request"] + b.stats["tx_arp_request"], 0u);
 }
@@ -187,7 +189,7 @@ TEST(Memif, TwoProcessesMoveEveryByteOverSharedMemory) {
   test::TempDir dir;
   auto cmd = [&](const std::string& role) {
     const bool a = role == "a";
-    return "timeout 180 " UROCE_RDMA_PEER " --hugepages --role " + role +
+    return "timeout 180 " UROCE_RDMA_PEER " --hugepages --ud --role " + role + (a ? "" : " --srq") +
            " --device net_memif0,role=" + (a ? "client" : "server") + ",socket=" + dir.path() +
            "/memif.sock,socket-abstract=no --ip " + (a ? "10.78.0.1" : "10.78.0.2") + " --peer " +
            (a ? "10.78.0.2" : "10.78.0.1") + " --dir " + dir.path() + " > " + dir.path() + "/" +
@@ -207,6 +209,7 @@ TEST(Memif, TwoProcessesMoveEveryByteOverSharedMemory) {
   ASSERT_EQ(b.status, 0) << b.output;
   EXPECT_NE(a.output.find("write+read 4194304 bytes ok"), std::string::npos);
   EXPECT_NE(b.output.find("receives, writes and atomics verified"), std::string::npos);
+  EXPECT_NE(b.output.find("UD datagrams verified"), std::string::npos);
 }
 
 }  // namespace

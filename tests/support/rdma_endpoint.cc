@@ -71,12 +71,22 @@ Endpoint::Endpoint(const EndpointOptions& o) : o_(o) {
   init.send_cq = &scq_;
   init.recv_cq = &rcq_;
   init.memory = memory_.get();
+  if (o.srq) init.srq = &srq_;
   qp_ = std::make_unique<transport::Qp>(init);
   psn_ = transport::secure_random_psn();
+
+  transport::QpInit ud = init;
+  ud.type = transport::QpType::kUd;
+  ud.qpn = dev_->alloc_qpn();
+  ud.srq = nullptr;
+  ud.send_cq = &ud_scq_;
+  ud.recv_cq = &ud_rcq_;
+  ud_ = std::make_unique<transport::Qp>(ud);
 }
 
 Endpoint::~Endpoint() {
   dev_->engine().detach(qp_->qpn());
+  dev_->engine().detach(ud_->qpn());
   dev_.reset();
 }
 
@@ -92,6 +102,7 @@ Info Endpoint::connect(const Info& extra) {
   Info mine = extra;
   mine["qpn"] = qp_->qpn();
   mine["psn"] = psn_;
+  mine["udqpn"] = ud_->qpn();
   const std::string me = o_.dir + "/" + o_.role;
   const std::string them = o_.dir + "/" + (o_.role == "a" ? "b" : "a");
   publish(me + ".info", mine);
@@ -127,6 +138,22 @@ Info Endpoint::connect(const Info& extra) {
   if (dev_->modify_qp(*qp_, at, nullptr,
                       kState | kSqPsn | kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic))
     fail("RTS");
+
+  // The UD QP: RESET -> INIT (Q_Key) -> RTR -> RTS, and an address
+  // handle's route to the peer's UD QP.
+  dev_->engine().attach(*ud_);
+  transport::QpAttr u;
+  u.qkey = kUdQkey;
+  u.qp_state = transport::QpState::kInit;
+  if (dev_->modify_qp(*ud_, u, nullptr, kState | kPkeyIndex | kPort | kQkey)) fail("UD INIT");
+  u.qp_state = transport::QpState::kRtr;
+  if (dev_->modify_qp(*ud_, u, nullptr, kState)) fail("UD RTR");
+  u.qp_state = transport::QpState::kRts;
+  u.sq_psn = transport::secure_random_psn();
+  if (dev_->modify_qp(*ud_, u, nullptr, kState | kSqPsn)) fail("UD RTS");
+  peer_ud_qpn_ = static_cast<std::uint32_t>(peer["udqpn"]);
+  if (int rc = dev_->resolve(av, ud_->qpn(), peer_ud_qpn_, &peer_ud_route_); rc != 0)
+    fail("UD address: " + std::string(std::strerror(rc)));
   return peer;
 }
 

@@ -30,6 +30,7 @@ struct EndpointOptions {
   std::string dir;
   engine::FaultConfig fault;
   bool hugepages = false;
+  bool srq = false;  ///< the RC QP takes its receives from a shared receive queue
 };
 
 /// Prints the reason and exits the process with status 1.
@@ -47,6 +48,17 @@ class Endpoint {
   transport::Qp& qp() { return *qp_; }
   transport::Cq& send_cq() { return scq_; }
   transport::Cq& recv_cq() { return rcq_; }
+  /// Posts a receive to the RC QP, or to its SRQ if it has one.
+  int post_recv(const transport::RecvWr& wr) { return o_.srq ? srq_.post(wr) : qp_->post_recv(wr); }
+
+  /// A UD QP beside the RC one, with CQs of its own, and the route and
+  /// QPN of the peer's UD QP (after connect()).
+  transport::Qp& ud() { return *ud_; }
+  transport::Cq& ud_send_cq() { return ud_scq_; }
+  transport::Cq& ud_recv_cq() { return ud_rcq_; }
+  const wire::RoceRoute& peer_ud_route() const { return peer_ud_route_; }
+  std::uint32_t peer_ud_qpn() const { return peer_ud_qpn_; }
+  static constexpr std::uint32_t kUdQkey = 0x11111111;
   verbs::Device& device() { return *dev_; }
 
   /// Registers [p, p + n) for every access; returns the key.
@@ -73,8 +85,14 @@ class Endpoint {
   std::unique_ptr<verbs::PdMemory> memory_;
   transport::Cq scq_{1024};
   transport::Cq rcq_{1024};
+  transport::RecvQueue srq_{256, 4};
   std::unique_ptr<transport::Qp> qp_;
   std::uint32_t psn_ = 0;
+  transport::Cq ud_scq_{256};
+  transport::Cq ud_rcq_{256};
+  std::unique_ptr<transport::Qp> ud_;
+  wire::RoceRoute peer_ud_route_;
+  std::uint32_t peer_ud_qpn_ = 0;
 };
 
 }  // namespace uroce::test
