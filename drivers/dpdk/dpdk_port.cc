@@ -43,7 +43,10 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
   if (opts.mtu != 0) mtu = static_cast<std::uint16_t>(opts.mtu);
   p->mtu_ = mtu;
 
-  const std::uint32_t room = std::max<std::uint32_t>(RTE_MBUF_DEFAULT_DATAROOM, mtu + kL2Overhead);
+  // Whole frames plus a kilobyte: net_af_packet wants room for its own
+  // frame header beside the largest frame (framesz=9216 on a 9000 MTU).
+  const std::uint32_t room = std::max<std::uint32_t>(
+      RTE_MBUF_DEFAULT_DATAROOM, ((mtu + kL2Overhead + 1023) / 1024 + 1) * 1024);
   const unsigned n = opts.rx_desc + opts.tx_desc + 4096;
   const std::string pool_name = "uroce_pool" + std::to_string(id);
   p->pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), n, 256, 0,
@@ -54,8 +57,12 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
              std::to_string(room) + " bytes): " + rte_strerror(rte_errno);
     return nullptr;
   }
+  // Tell the port the MTU only if it can take it: net_af_packet in DPDK
+  // 22.11 claims 1518-byte frames whatever its framesz allows, yet passes
+  // jumbo frames once the mbufs are large enough.
+  const bool port_takes_mtu = opts.mtu != 0 && opts.mtu + 18 <= info.max_rx_pktlen;
   rte_eth_conf conf{};
-  if (opts.mtu != 0) conf.rxmode.mtu = opts.mtu;
+  if (port_takes_mtu) conf.rxmode.mtu = opts.mtu;
   if (int rc = rte_eth_dev_configure(id, 1, 1, &conf); rc != 0) {
     *error = errstr("rte_eth_dev_configure", rc);
     return nullptr;
@@ -71,7 +78,7 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
     *error = errstr("rte_eth_tx_queue_setup", rc);
     return nullptr;
   }
-  if (opts.mtu != 0) rte_eth_dev_set_mtu(id, static_cast<std::uint16_t>(opts.mtu));
+  if (port_takes_mtu) rte_eth_dev_set_mtu(id, static_cast<std::uint16_t>(opts.mtu));
   if (int rc = rte_eth_dev_start(id); rc != 0) {
     *error = errstr("rte_eth_dev_start", rc);
     return nullptr;

@@ -8,7 +8,7 @@
 //
 //   rdma_peer --role a|b --device DEV --ip IP --peer IP --dir DIR
 //             [--drop P --duplicate P --reorder P --corrupt P --seed N]
-//             [--expect-peer-death] [--hugepages] [--srq] [--ud]
+//             [--expect-peer-death] [--hugepages] [--srq] [--ud] [--mtu N]
 //
 // --srq: role b's RC QP takes its receives from a shared receive queue.
 // --ud: role a also sends UD datagrams that role b checks, GRH included.
@@ -64,6 +64,8 @@ Options parse(int argc, char** argv) {
       o.expect_peer_death = true;
     } else if (a == "--hugepages") {
       e.hugepages = true;
+    } else if (a == "--mtu") {
+      e.mtu = static_cast<std::uint32_t>(std::stoul(next()));
     } else if (a == "--srq") {
       e.srq = true;
     } else if (a == "--ud") {
@@ -184,8 +186,10 @@ int main(int argc, char** argv) {
       r.rkey = peer_rkey;
       ep.post(r);
       for (int k = 0; k < 2; ++k) {
-        if (ep.wait(ep.send_cq()).status != transport::WcStatus::kSuccess)
-          fail("WRITE/READ failed");
+        const transport::Wc wc = ep.wait(ep.send_cq());
+        if (wc.status != transport::WcStatus::kSuccess)
+          fail("WRITE/READ of " + std::to_string(size) + " bytes failed with status " +
+               std::to_string(static_cast<int>(wc.status)));
       }
       if (std::memcmp(local.data(), back.data(), size) != 0)
         fail("READ returned other bytes than WRITE wrote, size " + std::to_string(size));

@@ -30,7 +30,8 @@ struct EndpointOptions {
   std::string dir;
   engine::FaultConfig fault;
   bool hugepages = false;
-  bool srq = false;  ///< the RC QP takes its receives from a shared receive queue
+  bool srq = false;       ///< the RC QP takes its receives from a shared receive queue
+  std::uint32_t mtu = 0;  ///< link MTU; 0 keeps the port's
 };
 
 /// Prints the reason and exits the process with status 1.
