@@ -41,6 +41,7 @@ void Engine::detach(std::uint32_t qpn) {
   if (it == qps_.end()) return;
   order_.erase(std::remove(order_.begin(), order_.end(), it->second), order_.end());
   qps_.erase(it);
+  armed_.erase(qpn);  // its wheel entries now find no QP and lapse
 }
 
 bool Engine::is_local(const wire::IpAddr& ip) const {
@@ -167,6 +168,7 @@ void Engine::receive_one(ConstBytes frame, Nanos now) {
     return;
   }
   it->second->receive(pkt, now);
+  rearm(*it->second);
 }
 
 void Engine::on_arp(ConstBytes frame) {
@@ -252,11 +254,29 @@ std::optional<wire::RoceRoute> Engine::route_to(const wire::IpAddr& src, const w
   return r;
 }
 
+void Engine::rearm(transport::Qp& qp) {
+  // The wheel keeps each QP's earliest deadline; one that moved later is
+  // found stale when it expires and armed again then.
+  const Nanos d = qp.next_deadline();
+  if (d == 0) return;
+  const auto it = armed_.find(qp.qpn());
+  if (it != armed_.end() && it->second <= d) return;
+  armed_[qp.qpn()] = d;
+  timers_.schedule(qp.qpn(), d);
+}
+
 void Engine::run_timers(Nanos now) {
-  for (transport::Qp* qp : order_) {
-    const Nanos d = qp->next_deadline();
-    if (d != 0 && d <= now) qp->on_timer(now);
-  }
+  timers_.advance(now, [&](std::uint32_t qpn, Nanos when) {
+    const auto armed = armed_.find(qpn);
+    if (armed == armed_.end() || armed->second != when) return;  // stale entry
+    armed_.erase(armed);
+    const auto it = qps_.find(qpn);
+    if (it == qps_.end()) return;
+    transport::Qp& qp = *it->second;
+    const Nanos d = qp.next_deadline();
+    if (d != 0 && d <= now) qp.on_timer(now);
+    rearm(qp);
+  });
 }
 
 std::uint32_t Engine::run_tx(Nanos now) {
@@ -266,6 +286,7 @@ std::uint32_t Engine::run_tx(Nanos now) {
     transport::Qp* qp = order_[(rr_ + k) % n];
     if (!qp->has_work(now)) continue;
     sent += qp->transmit(sink_, cfg_.tx_budget_per_qp, now);
+    rearm(*qp);
   }
   if (n > 0) rr_ = (rr_ + 1) % n;
   sink_.flush();

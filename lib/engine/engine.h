@@ -20,6 +20,7 @@
 #include "engine/fault.h"
 #include "engine/neighbors.h"
 #include "engine/port.h"
+#include "engine/timer_wheel.h"
 #include "transport/qp.h"
 #include "transport/tx.h"
 
@@ -113,6 +114,7 @@ class Engine {
   void send_raw(wire::ConstBytes frame);
   void send_arp_request(const wire::IpAddr& target);
   void run_timers(Nanos now);
+  void rearm(transport::Qp& qp);
   std::uint32_t run_tx(Nanos now);
   void transmit_frames(TxFrame* frames, std::uint16_t n);
   void send_to_port(TxFrame* frames, std::uint16_t n);
@@ -124,6 +126,9 @@ class Engine {
   std::mutex mu_;  ///< held by whoever runs the loop, and to change the QP table
   std::unordered_map<std::uint32_t, transport::Qp*> qps_;
   std::vector<transport::Qp*> order_;  ///< round-robin order
+  // Every QP's next deadline, on 1 us ticks, 4096 to a turn (4 ms).
+  TimerWheel<std::uint32_t> timers_{1000, 4096};
+  std::unordered_map<std::uint32_t, Nanos> armed_;  ///< QPN -> deadline in the wheel
   std::size_t rr_ = 0;
   Sink sink_{*this};
   Neighbors neighbors_;
