@@ -2,7 +2,7 @@
 #pragma once
 
 // The RoCEv2 Congestion Notification Packet (IBA Annex A17.9.2,
-// PROTOCOL.md 1.6): what a notification point sends back to the reaction
+// as ConnectX NICs send it): what a notification point sends back to the reaction
 // point when it sees CE-marked packets of a QP.
 
 #include <cstdint>

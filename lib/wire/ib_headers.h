@@ -2,8 +2,7 @@
 #pragma once
 
 // The InfiniBand transport headers a RoCEv2 packet carries after UDP: the
-// Base Transport Header and the extension headers (IBA 9.2-9.3, PROTOCOL.md
-// 1.2-1.3). Each is a plain struct with parse() from and write() to wire
+// Base Transport Header and the extension headers (IBA 9.2-9.3). Each is a plain struct with parse() from and write() to wire
 // bytes; sizes and offsets come from the opcode table.
 
 #include <cstdint>

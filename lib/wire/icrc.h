@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #pragma once
 
-// The RoCEv2 Invariant CRC (IBA Annex A17.3.3, PROTOCOL.md 1.8): a CRC-32
+// The RoCEv2 Invariant CRC (IBA Annex A17.3.3; Linux rxe_icrc.c): a CRC-32
 // over 8 bytes of 0xFF (standing in for the IB LRH), then the packet from
 // the IP header to the end of the pad, with the fields routers may change
 // replaced by ones: IPv4 TOS, TTL and header checksum; IPv6 traffic class,

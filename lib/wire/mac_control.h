@@ -2,7 +2,7 @@
 #pragma once
 
 // MAC Control frames (EtherType 0x8808): 802.3x PAUSE and 802.1Qbb
-// Priority-based Flow Control (PROTOCOL.md 4.1). A pause time counts
+// Priority-based Flow Control (IEEE 802.3 Annex 31B, 802.1Qbb). A pause time counts
 // quanta of 512 bit times at the link's speed.
 
 #include <array>

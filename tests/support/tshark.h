@@ -16,7 +16,7 @@ using DecodedFrame = std::map<std::string, std::string>;
 /// Decodes `pcap` with tshark (`-T fields`, first occurrence of each field)
 /// and returns, per frame, field name -> displayed value ("" when absent).
 /// RPC-over-RDMA's heuristic dissector is disabled: it claims arbitrary
-/// SEND payloads (PROTOCOL.md 5). Throws std::runtime_error when tshark
+/// SEND payloads (Wireshark 4.0). Throws std::runtime_error when tshark
 /// cannot be run or fails.
 /// `prefs` are extra `-o name:value` preferences.
 std::vector<DecodedFrame> tshark_decode(const std::string& pcap,

@@ -148,7 +148,7 @@ TEST(IcmpEcho, RefusesWhatIsNotAValidEchoRequest) {
   EXPECT_EQ(build_icmp_echo_reply(small, echo_request()), 0u);
 }
 
-// The CNP a ConnectX-4 Lx sent (PROTOCOL.md 1.8), rebuilt from its
+// The CNP a ConnectX-4 Lx sent (scapy's roce.uts), rebuilt from its
 // addresses: every byte, ICRC included, must come out the same.
 TEST(Cnp, RebuildsAHardwareCnpByteForByte) {
   const std::uint8_t captured[74] = {
@@ -170,7 +170,7 @@ TEST(Cnp, RebuildsAHardwareCnpByteForByte) {
   for (std::size_t i = 0; i < built.size(); ++i) EXPECT_EQ(built[i], captured[i]) << "byte " << i;
 }
 
-// PROTOCOL.md 1.6: the CNP as a ConnectX-4 Lx sends it.
+// The CNP's layout as a ConnectX-4 Lx sends it (IBA Annex A17.9.2).
 TEST(Cnp, MatchesTheLayoutOfAHardwareCnp) {
   RoceRoute r = test::sample_route(false);
   r.dscp = 48;

@@ -69,7 +69,7 @@ TEST(Crc32, IsZlibsCrc32AndChains) {
   EXPECT_EQ(crc32(0, {}), 0u);
 }
 
-// PROTOCOL.md 1.8 vector 1: a CNP sent by a ConnectX-4 Lx NIC.
+// Vector 1: a CNP sent by a ConnectX-4 Lx NIC (scapy's roce.uts).
 TEST(Icrc, MatchesACnpCapturedFromAConnectX4Lx) {
   const auto frame = from_hex(
       "e41d2dab2bc27cfe90643b32080045c2003c718c4000401191610a0011010a001201000012b7002800008100"
@@ -86,7 +86,7 @@ TEST(Icrc, MatchesACnpCapturedFromAConnectX4Lx) {
   EXPECT_EQ(p.dscp, 48);
 }
 
-// PROTOCOL.md 1.8 vector 2: scapy's UC SEND_ONLY example (M=1, pad 2).
+// Vector 2: scapy's UC SEND_ONLY example (M=1, pad 2).
 TEST(Icrc, MatchesScapysUcSendOnlyExample) {
   RoceRoute r;
   r.src_ip = r.dst_ip = *IpAddr::parse("192.168.0.7");
@@ -107,7 +107,7 @@ TEST(Icrc, MatchesScapysUcSendOnlyExample) {
   EXPECT_TRUE(std::equal(icrc.begin(), icrc.end(), frame.end() - 4));
 }
 
-// PROTOCOL.md 1.8 vector 3, also checked against Wireshark's display.
+// Vector 3: computed with zlib.crc32 and checked against Wireshark's display.
 TEST(Icrc, MatchesTheLocalRcSendOnlyVector) {
   RoceRoute r;
   r.src_ip = *IpAddr::parse("10.0.0.1");

@@ -24,7 +24,7 @@ TEST(Psn, DistanceIsSignedAcrossTheWrap) {
   EXPECT_TRUE(Psn(0xFFFFFF).before(Psn(0)));
 }
 
-// PROTOCOL.md 2.1: relative to ePSN, [ePSN-2^23, ePSN-1] is duplicate and
+// IBA 9.7.1 as rxe implements it: relative to ePSN, [ePSN-2^23, ePSN-1] is duplicate and
 // [ePSN+1, ePSN+2^23-1] out of sequence; a distance of exactly 2^23 counts
 // as duplicate. Checked at every ePSN near the wrap.
 TEST(Psn, ResponderRegionsAroundEveryEpsnNearTheWrap) {

@@ -51,7 +51,7 @@ std::vector<Expect> roce_expects(const RoceRoute& route, const test::SamplePacke
   };
   // Wireshark shows the ICRC's wire bytes read big-endian. Wireshark 4.0
   // does not know the CNP opcode and shows its last 20 bytes as vendor
-  // data instead (PROTOCOL.md 5).
+  // data instead.
   if (info.operation != Operation::kCnp) {
     e.push_back({"infiniband.invariant.crc",
                  __builtin_bswap32(icrc_load(frame.data() + frame.size() - 4))});
