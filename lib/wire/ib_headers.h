@@ -2,8 +2,8 @@
 #pragma once
 
 // The InfiniBand transport headers a RoCEv2 packet carries after UDP: the
-// Base Transport Header and the extension headers (IBA 9.2-9.3). Each is a plain struct with parse() from and write() to wire
-// bytes; sizes and offsets come from the opcode table.
+// Base Transport Header and the extension headers (IBA 9.2-9.3). Each is a plain struct with
+// parse() from and write() to wire bytes; sizes and offsets come from the opcode table.
 
 #include <cstdint>
 
