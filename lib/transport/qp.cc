@@ -358,6 +358,15 @@ bool Qp::has_work(Nanos now) const {
   if (req_.gate_retry_at != 0 && now < req_.gate_retry_at) return false;
   if (type_ == QpType::kRc && static_cast<std::uint32_t>(req_.psn - comp_.psn) >= kMaxUnackedPsns)
     return false;
+  // A WQE not started yet may be held by a fence or by the initiator depth
+  // (requester_send_one's checks): no turn until that clears.
+  const SendWqe& next = sq_[req_.wqe % sq_.size()];
+  if (!next.started) {
+    if ((next.wr.send_flags & send_flags::kFence) && req_.rd_atomic > 0) return false;
+    if (is_rd_atomic(next.wr.opcode) &&
+        req_.rd_atomic >= std::max<std::uint32_t>(1, attr_.max_rd_atomic))
+      return false;
+  }
   return true;
 }
 
