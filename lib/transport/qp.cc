@@ -89,31 +89,54 @@ std::uint32_t Qp::packets_of(const SendWqe& wqe) const {
 
 bool Qp::transition_allowed(QpState from, QpState to, unsigned mask) const {
   using namespace attr_mask;
-  // Required attributes per transition and QP type (IBA 11.2.4.2 Table 92,
-  // as the kernel's ib_modify_qp_is_ok encodes it).
+  // Required and optional attributes per transition and QP type (IBA
+  // 11.2.4.2 Table 92, as the kernel's ib_modify_qp_is_ok encodes it). A
+  // mask that lacks a required attribute or carries one the transition
+  // does not take is refused.
   const bool rc = type_ == QpType::kRc;
   const bool ud = type_ == QpType::kUd;
   unsigned required = 0;
-  if (to == QpState::kReset || to == QpState::kErr) return true;
-  if (from == QpState::kReset && to == QpState::kInit) {
+  unsigned optional = 0;
+  using S = QpState;
+  if (to == S::kReset || to == S::kErr) {
+    // Allowed from every state, with no attribute but the state.
+  } else if (from == S::kReset && to == S::kInit) {
     required = kPkeyIndex | kPort | (ud ? kQkey : kAccessFlags);
-  } else if (from == QpState::kInit && to == QpState::kInit) {
-    required = 0;
-  } else if (from == QpState::kInit && to == QpState::kRtr) {
-    if (!ud) required = kAv | kPathMtu | kDestQpn | kRqPsn;
-    if (rc) required |= kMaxDestRdAtomic | kMinRnrTimer;
-  } else if (from == QpState::kRtr && to == QpState::kRts) {
-    required = kSqPsn;
-    if (rc) required |= kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic;
-  } else if ((from == QpState::kRts || from == QpState::kSqd || from == QpState::kSqe) &&
-             to == QpState::kRts) {
-    required = 0;
-  } else if ((from == QpState::kRts || from == QpState::kSqd) && to == QpState::kSqd) {
-    required = 0;
+  } else if (from == S::kInit && to == S::kInit) {
+    optional = kPkeyIndex | kPort | (ud ? kQkey : kAccessFlags);
+  } else if (from == S::kInit && to == S::kRtr) {
+    if (ud) {
+      optional = kPkeyIndex | kQkey;
+    } else {
+      required = kAv | kPathMtu | kDestQpn | kRqPsn;
+      if (rc) required |= kMaxDestRdAtomic | kMinRnrTimer;
+      optional = kAltPath | kAccessFlags | kPkeyIndex;
+    }
+  } else if ((from == S::kRtr || from == S::kRts || from == S::kSqd) && to == S::kRts) {
+    if (from == S::kRtr) {
+      required = kSqPsn;
+      if (rc) required |= kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic;
+    }
+    optional = ud ? kQkey : kAltPath | kAccessFlags | kPathMigState | (rc ? kMinRnrTimer : 0);
+  } else if (from == S::kSqe && to == S::kRts) {
+    optional = ud ? kQkey : kAccessFlags;
+  } else if (from == S::kRts && to == S::kSqd) {
+    optional = kEnSqdAsyncNotify;
+  } else if (from == S::kSqd && to == S::kSqd) {
+    if (ud) {
+      optional = kPkeyIndex | kQkey;
+    } else {
+      optional = kAv | kAltPath | kAccessFlags | kPkeyIndex | kPathMigState;
+      if (rc)
+        optional |= kPort | kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic | kMaxDestRdAtomic |
+                    kMinRnrTimer;
+    }
   } else {
     return false;
   }
-  return (mask & required) == required;
+  // The current state may always be named (the caller checks it).
+  const unsigned allowed = required | optional | kState | kCurState;
+  return (mask & required) == required && (mask & ~allowed) == 0;
 }
 
 int Qp::modify(const QpAttr& a, unsigned mask, Nanos /*now*/) {

@@ -98,13 +98,18 @@ void SimNet::connect(Qp& a, SimHost& ha, Qp& b, SimHost& hb, const QpAttr& param
     at.route.udp_sport = wire::roce_udp_sport(q.qpn(), peer.qpn());
     at.dest_qp_num = peer.qpn();
     at.rq_psn = rq_psn;
-    if (q.modify(at, kState | kAv | kPathMtu | kDestQpn | kRqPsn | kMaxDestRdAtomic | kMinRnrTimer,
+    // UC takes neither the RC responder's nor the RC requester's
+    // attributes (IBA 11.2.4.2): the state machine refuses them.
+    const bool rc = q.type() == QpType::kRc;
+    if (q.modify(at,
+                 kState | kAv | kPathMtu | kDestQpn | kRqPsn |
+                     (rc ? kMaxDestRdAtomic | kMinRnrTimer : 0),
                  now_) != 0)
       throw std::logic_error("RTR refused");
     at.qp_state = QpState::kRts;
     at.sq_psn = sq_psn;
-    if (q.modify(at, kState | kSqPsn | kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic, now_) !=
-        0)
+    if (q.modify(at, kState | kSqPsn | (rc ? kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic : 0),
+                 now_) != 0)
       throw std::logic_error("RTS refused");
   };
   // Initial PSNs anywhere in the space, near the wrap included.

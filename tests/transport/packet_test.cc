@@ -85,18 +85,22 @@ class QpTest : public ::testing::Test {
     a.rq_psn = kPeerPsn;
     a.max_dest_rd_atomic = max_dest_rd_atomic;
     a.min_rnr_timer = 14;  // 1.28 ms
-    ASSERT_EQ(
-        qp_->modify(
-            a, kState | kAv | kPathMtu | kDestQpn | kRqPsn | kMaxDestRdAtomic | kMinRnrTimer, 0),
-        0);
+    const bool rc = qp_->type() == QpType::kRc;
+    ASSERT_EQ(qp_->modify(a,
+                          kState | kAv | kPathMtu | kDestQpn | kRqPsn |
+                              (rc ? kMaxDestRdAtomic | kMinRnrTimer : 0),
+                          0),
+              0);
     a.qp_state = QpState::kRts;
     a.sq_psn = kOurPsn;
     a.timeout = 1;  // 8.192 us
     a.retry_cnt = 2;
     a.rnr_retry = 1;
     a.max_rd_atomic = 4;
-    ASSERT_EQ(
-        qp_->modify(a, kState | kSqPsn | kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic, 0), 0);
+    ASSERT_EQ(qp_->modify(
+                  a, kState | kSqPsn | (rc ? kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic : 0),
+                  0),
+              0);
   }
 
   // Delivers a packet from the peer, built and parsed by lib/wire.
@@ -720,7 +724,20 @@ TEST_F(QpTest, ModifyFollowsTheIbaStateMachine) {
       << "RC RTR needs max_dest_rd_atomic and min_rnr_timer";
   a.retry_cnt = 8;
   a.qp_state = QpState::kInit;
-  EXPECT_EQ(qp.modify(a, kState | kRetryCnt, 0), EINVAL) << "retry_cnt is 3 bits";
+  EXPECT_EQ(qp.modify(a, kState | kRetryCnt, 0), EINVAL)
+      << "INIT -> INIT does not take retry_cnt (and it is 3 bits)";
+  a.retry_cnt = 7;
+  EXPECT_EQ(qp.modify(a, kState | kRetryCnt, 0), EINVAL) << "INIT -> INIT does not take retry_cnt";
+  EXPECT_EQ(qp.modify(a, kState | kQkey, 0), EINVAL) << "an RC QP has no Q_Key";
+  EXPECT_EQ(qp.modify(a, kState | kAccessFlags, 0), 0) << "INIT -> INIT may change access";
+  a.qp_state = QpState::kRtr;
+  EXPECT_EQ(qp.modify(a,
+                      kState | kAv | kPathMtu | kDestQpn | kRqPsn | kMaxDestRdAtomic |
+                          kMinRnrTimer | kSqPsn,
+                      0),
+            EINVAL)
+      << "the SQ PSN belongs to RTR -> RTS";
+  a.qp_state = QpState::kInit;
   EXPECT_EQ(qp.post_send(SendWr{}), EINVAL) << "no sends before RTS";
   a.qp_state = QpState::kErr;
   EXPECT_EQ(qp.modify(a, kState, 0), 0);
