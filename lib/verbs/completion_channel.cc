@@ -25,18 +25,27 @@ void CompletionChannel::notify(transport::Cq& cq) {
   [[maybe_unused]] const ssize_t n = write(fd_, &one, sizeof(one));
 }
 
-transport::Cq* CompletionChannel::get_event() {
-  std::uint64_t v;
-  // Semaphore mode: each read takes one event, blocking until there is one.
-  if (read(fd_, &v, sizeof(v)) != static_cast<ssize_t>(sizeof(v))) return nullptr;
+void CompletionChannel::forget(transport::Cq& cq) {
   std::lock_guard lock(mu_);
-  if (events_.empty()) {
-    errno = EAGAIN;
-    return nullptr;
+  for (auto& e : events_) {
+    if (e == &cq) e = nullptr;  // the descriptor's count stays; get_event skips it
   }
-  transport::Cq* cq = events_.front();
-  events_.pop_front();
-  return cq;
+}
+
+transport::Cq* CompletionChannel::get_event() {
+  for (;;) {
+    std::uint64_t v;
+    // Semaphore mode: each read takes one event, blocking until there is one.
+    if (read(fd_, &v, sizeof(v)) != static_cast<ssize_t>(sizeof(v))) return nullptr;
+    std::lock_guard lock(mu_);
+    if (events_.empty()) {
+      errno = EAGAIN;
+      return nullptr;
+    }
+    transport::Cq* cq = events_.front();
+    events_.pop_front();
+    if (cq) return cq;
+  }
 }
 
 }  // namespace uroce::verbs

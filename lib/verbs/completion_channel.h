@@ -28,6 +28,9 @@ class CompletionChannel : public transport::CqNotifier {
   /// the descriptor was made non-blocking, then null with errno EAGAIN).
   transport::Cq* get_event();
 
+  /// Drops the events of a CQ about to be destroyed.
+  void forget(transport::Cq& cq);
+
   /// Called by the engine thread when an armed CQ completes.
   void notify(transport::Cq& cq) override;
 

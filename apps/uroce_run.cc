@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// uroce-run: runs a program over uroce. It preloads liburoce-ibverbs.so
+// (which serves libibverbs for uroce devices) and hands the program its
+// configuration, then executes it in place:
+//
+//   uroce-run [--config FILE] [--port DPDK_DEVICE --ip CIDR[,CIDR...]
+//             [--mtu N] [--hugepages] [--name NAME]] -- PROGRAM [ARGS...]
+//
+// --port and --ip describe one device (uroce0 unless --name says
+// otherwise) without a configuration file; with --config they replace
+// that file's first device.
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+void usage(FILE* out) {
+  std::fprintf(out,
+               "usage: uroce-run [--config FILE] [--port DPDK_DEVICE --ip CIDR[,CIDR...]\n"
+               "                 [--mtu N] [--hugepages] [--name NAME]] -- PROGRAM [ARGS...]\n"
+               "\n"
+               "Runs PROGRAM with uroce serving libibverbs for uroce devices, e.g.\n"
+               "  uroce-run --port net_af_packet0,iface=veth1 --ip 10.0.1.1/24 -- \\\n"
+               "      ib_write_bw -d uroce0\n");
+}
+
+std::string dir_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+// The binding beside this executable: ../lib in a build tree, the
+// install's library directory otherwise; UROCE_LIBRARY overrides both.
+std::string find_library() {
+  if (const char* p = std::getenv("UROCE_LIBRARY"); p && *p) return p;
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return {};
+  self[n] = '\0';
+  const std::string bin = dir_of(self);
+  for (const char* rel : {"/../lib/", "/../" UROCE_INSTALL_LIBDIR "/"}) {
+    const std::string candidate = bin + rel + "liburoce-ibverbs.so";
+    if (access(candidate.c_str(), R_OK) == 0) return candidate;
+  }
+  return {};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string config, port, ip, mtu, name = "uroce0";
+  bool hugepages = false;
+  int i = 1;
+  for (; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&](std::string* out) {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "uroce-run: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      *out = argv[++i];
+    };
+    if (a == "--") {
+      ++i;
+      break;
+    } else if (a == "--config") {
+      value(&config);
+    } else if (a == "--port") {
+      value(&port);
+    } else if (a == "--ip") {
+      value(&ip);
+    } else if (a == "--mtu") {
+      value(&mtu);
+    } else if (a == "--name") {
+      value(&name);
+    } else if (a == "--hugepages") {
+      hugepages = true;
+    } else if (a == "-h" || a == "--help") {
+      usage(stdout);
+      return 0;
+    } else {
+      std::fprintf(stderr, "uroce-run: unknown option %s\n", a.c_str());
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (i >= argc) {
+    usage(stderr);
+    return 2;
+  }
+  if (port.empty() != ip.empty()) {
+    std::fprintf(stderr, "uroce-run: --port and --ip go together\n");
+    return 2;
+  }
+  const std::string lib = find_library();
+  if (lib.empty()) {
+    std::fprintf(stderr, "uroce-run: cannot find liburoce-ibverbs.so (set UROCE_LIBRARY)\n");
+    return 1;
+  }
+
+  if (!config.empty()) setenv("UROCE_CONFIG", config.c_str(), 1);
+  if (!port.empty()) {
+    setenv("UROCE_DEVICE0_NAME", name.c_str(), 1);
+    setenv("UROCE_DEVICE0_PORT", port.c_str(), 1);
+    setenv("UROCE_DEVICE0_IP", ip.c_str(), 1);
+    if (!mtu.empty()) setenv("UROCE_DEVICE0_MTU", mtu.c_str(), 1);
+    if (hugepages) setenv("UROCE_DEVICE0_HUGEPAGES", "true", 1);
+  }
+  std::string preload = lib;
+  if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
+  setenv("LD_PRELOAD", preload.c_str(), 1);
+  execvp(argv[i], argv + i);
+  std::fprintf(stderr, "uroce-run: %s: %s\n", argv[i], std::strerror(errno));
+  return 127;
+}

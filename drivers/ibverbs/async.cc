@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// Asynchronous events: the context's async_fd counts queued events (an
+// eventfd in semaphore mode), so a program may poll(2) it as it would the
+// kernel's, and ibv_get_async_event takes them in order.
+
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "drivers/ibverbs/forward.h"
+#include "drivers/ibverbs/provider.h"
+
+namespace uroce::ibverbs {
+
+void post_async_event(UContext* c, const ibv_async_event& e) {
+  {
+    std::lock_guard lock(c->async_mu);
+    c->async_events.push_back(e);
+  }
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const ssize_t n = write(c->vctx.context.async_fd, &one, sizeof(one));
+}
+
+}  // namespace uroce::ibverbs
+
+using namespace uroce::ibverbs;
+
+extern "C" {
+
+int ibv_get_async_event(ibv_context* context, ibv_async_event* event) {
+  UContext* c = ours(context);
+  if (!c) UROCE_FORWARD(ibv_get_async_event, "IBVERBS_1.1", -1, context, event);
+  std::uint64_t v;
+  // Blocks until an event is queued, unless the program made the
+  // descriptor non-blocking (then -1 with EAGAIN, as with the kernel's).
+  if (read(context->async_fd, &v, sizeof(v)) != static_cast<ssize_t>(sizeof(v))) return -1;
+  std::lock_guard lock(c->async_mu);
+  if (c->async_events.empty()) {
+    errno = EAGAIN;
+    return -1;
+  }
+  *event = c->async_events.front();
+  c->async_events.pop_front();
+  return 0;
+}
+
+void ibv_ack_async_event(ibv_async_event* event) {
+  // Acknowledging only counts, under the object's own lock, as libibverbs
+  // does; it never reaches the device, so it serves every device alike.
+  switch (event->event_type) {
+    case IBV_EVENT_CQ_ERR: {
+      ibv_cq* cq = event->element.cq;
+      pthread_mutex_lock(&cq->mutex);
+      ++cq->async_events_completed;
+      pthread_cond_signal(&cq->cond);
+      pthread_mutex_unlock(&cq->mutex);
+      return;
+    }
+    case IBV_EVENT_QP_FATAL:
+    case IBV_EVENT_QP_REQ_ERR:
+    case IBV_EVENT_QP_ACCESS_ERR:
+    case IBV_EVENT_COMM_EST:
+    case IBV_EVENT_SQ_DRAINED:
+    case IBV_EVENT_PATH_MIG:
+    case IBV_EVENT_PATH_MIG_ERR:
+    case IBV_EVENT_QP_LAST_WQE_REACHED: {
+      ibv_qp* qp = event->element.qp;
+      pthread_mutex_lock(&qp->mutex);
+      ++qp->events_completed;
+      pthread_cond_signal(&qp->cond);
+      pthread_mutex_unlock(&qp->mutex);
+      return;
+    }
+    case IBV_EVENT_SRQ_ERR:
+    case IBV_EVENT_SRQ_LIMIT_REACHED: {
+      ibv_srq* srq = event->element.srq;
+      pthread_mutex_lock(&srq->mutex);
+      ++srq->events_completed;
+      pthread_cond_signal(&srq->cond);
+      pthread_mutex_unlock(&srq->mutex);
+      return;
+    }
+    default:
+      return;  // port and device events carry no object
+  }
+}
+
+}  // extern "C"

@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// Device discovery and opening: ibv_get_device_list lists the configured
+// uroce devices ahead of the real ones; ibv_open_device opens the DPDK
+// port, engine and poll thread behind a uroce device.
+
+#include <fcntl.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <vector>
+
+#include "drivers/ibverbs/forward.h"
+#include "drivers/ibverbs/provider.h"
+#include "log/log.h"
+
+#undef ibv_get_device_list
+
+namespace uroce::ibverbs {
+
+namespace {
+
+std::vector<UDevice*> load_devices() {
+  std::vector<UDevice*> out;
+  ConfigResult r = load_config();
+  if (!r.config) {
+    // A bad configuration is the user's to fix: say so once, and offer no
+    // uroce device rather than a half-configured one.
+    std::fprintf(stderr, "uroce: %s\n", r.error.c_str());
+    return out;
+  }
+  log::set_level(r.config->log_level);
+  for (const DeviceConfig& dc : r.config->devices) {
+    auto* u = new UDevice();
+    u->cfg = dc;
+    u->config = *r.config;
+    u->ibv.node_type = IBV_NODE_CA;
+    u->ibv.transport_type = IBV_TRANSPORT_IB;  // RoCE devices report the IB transport
+    std::snprintf(u->ibv.name, sizeof(u->ibv.name), "%s", dc.name.c_str());
+    std::snprintf(u->ibv.dev_name, sizeof(u->ibv.dev_name), "uverbs-%s", dc.name.c_str());
+    out.push_back(u);
+  }
+  return out;
+}
+
+// Lists handed out, each with the real library's list it contains (to
+// give back to the real ibv_free_device_list).
+std::mutex lists_mu;
+std::set<ibv_device**> lists;
+
+// The MAC of an af_packet port's interface, read before the port opens.
+std::uint64_t guid_from_sysfs(const std::string& port) {
+  const auto at = port.find("iface=");
+  if (at == std::string::npos) return 0;
+  const std::string iface = port.substr(at + 6, port.find(',', at) - (at + 6));
+  std::ifstream f("/sys/class/net/" + iface + "/address");
+  unsigned m[6];
+  std::string text;
+  if (!(f >> text) || std::sscanf(text.c_str(), "%x:%x:%x:%x:%x:%x", &m[0], &m[1], &m[2], &m[3],
+                                  &m[4], &m[5]) != 6)
+    return 0;
+  // Modified EUI-64, as verbs::Device derives it once the port is open.
+  const std::uint8_t id[8] = {static_cast<std::uint8_t>(m[0] ^ 2), static_cast<std::uint8_t>(m[1]),
+                              static_cast<std::uint8_t>(m[2]), 0xFF, 0xFE,
+                              static_cast<std::uint8_t>(m[3]), static_cast<std::uint8_t>(m[4]),
+                              static_cast<std::uint8_t>(m[5])};
+  std::uint64_t g = 0;
+  for (std::uint8_t b : id) g = g << 8 | b;
+  return g;
+}
+
+// At exit, stop the poll threads and close the ports before the
+// process's static objects (the logger among them) go away.
+void close_all() {
+  for (UDevice* u : devices()) {
+    std::lock_guard lock(u->mu);
+    u->dev.reset();
+  }
+}
+
+}  // namespace
+
+const std::vector<UDevice*>& devices() {
+  static const std::vector<UDevice*> all = load_devices();
+  return all;
+}
+
+UDevice* our_device(ibv_device* d) {
+  for (UDevice* u : devices())
+    if (&u->ibv == d) return u;
+  return nullptr;
+}
+
+}  // namespace uroce::ibverbs
+
+using namespace uroce::ibverbs;
+
+extern "C" {
+
+ibv_device** ibv_get_device_list(int* num_devices) {
+  static const auto real = real_fn<decltype(&ibv_get_device_list)>("ibv_get_device_list",
+                                                                   "IBVERBS_1.1");
+  int n_real = 0;
+  ibv_device** real_list = nullptr;
+  if (real) {
+    const int saved = errno;
+    real_list = real(&n_real);
+    if (!real_list) n_real = 0;
+    errno = saved;
+  }
+  const auto& ours_list = devices();
+  // Slot 0 keeps the real list; the program gets the rest.
+  auto** list = static_cast<ibv_device**>(
+      std::calloc(ours_list.size() + static_cast<std::size_t>(n_real) + 2, sizeof(ibv_device*)));
+  if (!list) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  list[0] = reinterpret_cast<ibv_device*>(real_list);
+  std::size_t i = 1;
+  for (UDevice* u : ours_list) list[i++] = &u->ibv;
+  for (int k = 0; k < n_real; ++k) list[i++] = real_list[k];
+  if (num_devices) *num_devices = static_cast<int>(i - 1);
+  std::lock_guard lock(lists_mu);
+  lists.insert(list + 1);
+  return list + 1;
+}
+
+void ibv_free_device_list(ibv_device** list) {
+  {
+    std::lock_guard lock(lists_mu);
+    if (lists.erase(list) == 1) {
+      auto* real_list = reinterpret_cast<ibv_device**>(list[-1]);
+      std::free(list - 1);
+      list = real_list;
+      if (!list) return;
+    }
+  }
+  static const auto real =
+      real_fn<decltype(&ibv_free_device_list)>("ibv_free_device_list", "IBVERBS_1.1");
+  if (real) real(list);
+}
+
+const char* ibv_get_device_name(ibv_device* device) {
+  if (our_device(device)) return device->name;
+  UROCE_FORWARD(ibv_get_device_name, "IBVERBS_1.1", nullptr, device);
+}
+
+__be64 ibv_get_device_guid(ibv_device* device) {
+  if (UDevice* u = our_device(device)) {
+    std::lock_guard lock(u->mu);
+    const std::uint64_t g = u->dev ? u->dev->attr().node_guid : guid_from_sysfs(u->cfg.port);
+    return htobe64(g);
+  }
+  UROCE_FORWARD(ibv_get_device_guid, "IBVERBS_1.1", 0, device);
+}
+
+int ibv_get_device_index(ibv_device* device) {
+  const auto& all = devices();
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (&all[i]->ibv == device) return -1;  // no kernel index: not a kernel device
+  UROCE_FORWARD(ibv_get_device_index, "IBVERBS_1.9", -1, device);
+}
+
+ibv_context* ibv_open_device(ibv_device* device) {
+  UDevice* u = our_device(device);
+  if (!u) UROCE_FORWARD(ibv_open_device, "IBVERBS_1.1", nullptr, device);
+
+  std::lock_guard lock(u->mu);
+  if (!u->dev) {
+    std::string err;
+    u->dev = uroce::verbs::Device::open(u->cfg, u->config, &err);
+    if (!u->dev) {
+      std::fprintf(stderr, "uroce: %s\n", err.c_str());
+      errno = ENODEV;
+      return nullptr;
+    }
+    static std::once_flag at_exit;
+    std::call_once(at_exit, [] { std::atexit(close_all); });
+  }
+  auto* c = new UContext();
+  c->udev = u;
+  c->dev = u->dev.get();
+  ibv_context& ctx = c->vctx.context;
+  ctx.device = device;
+  ctx.cmd_fd = -1;
+  // Async events arrive on this descriptor (ibv_get_async_event).
+  ctx.async_fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+  ctx.num_comp_vectors = 1;
+  pthread_mutex_init(&ctx.mutex, nullptr);
+  ctx.abi_compat = __VERBS_ABI_IS_EXTENDED;
+  ctx.ops.poll_cq = poll_cq;
+  ctx.ops.req_notify_cq = req_notify_cq;
+  ctx.ops.post_send = post_send;
+  ctx.ops.post_recv = post_recv;
+  ctx.ops.post_srq_recv = post_srq_recv;
+  verbs_context& v = c->vctx;
+  v.sz = sizeof(verbs_context);
+  v.query_port = query_port;
+  v.query_device_ex = query_device_ex;
+  v.create_qp_ex = create_qp_ex;
+  v.create_cq_ex = create_cq_ex;
+  v.create_srq_ex = create_srq_ex;
+  ++u->opens;
+  return &ctx;
+}
+
+int ibv_close_device(ibv_context* context) {
+  UContext* c = ours(context);
+  if (!c) UROCE_FORWARD(ibv_close_device, "IBVERBS_1.1", ENOSYS, context);
+  UDevice* u = c->udev;
+  close(context->async_fd);
+  pthread_mutex_destroy(&context->mutex);
+  delete c;
+  std::lock_guard lock(u->mu);
+  // The device stays open until the process ends: DPDK cannot probe a
+  // port again once it is closed, and a program may open it again.
+  --u->opens;
+  return 0;
+}
+
+}  // extern "C"

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#pragma once
+
+// The libibverbs objects of uroce devices. Each wraps the public struct
+// the program sees (ibv_context, ibv_pd, ibv_cq, ...) as its first member,
+// so the pointer the program holds converts back to ours, and carries the
+// lib/verbs object that does the work. Every object starts with its
+// context, and a context is ours when its device is one of ours: that is
+// how each entry point tells our objects from a real device's.
+
+#include <infiniband/verbs.h>
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "transport/cq.h"
+#include "transport/recv_queue.h"
+#include "uroce/config.h"
+#include "verbs/completion_channel.h"
+#include "verbs/device.h"
+#include "verbs/queue_pair.h"
+
+namespace uroce::ibverbs {
+
+/// A uroce device as ibv_get_device_list lists it. Opened on the first
+/// ibv_open_device, closed with the last ibv_close_device.
+struct UDevice {
+  ibv_device ibv{};
+  DeviceConfig cfg;
+  Config config;
+  std::mutex mu;
+  std::unique_ptr<verbs::Device> dev;
+  int opens = 0;
+};
+
+/// The process's uroce devices (from the configuration, read once).
+/// Never freed: programs may keep device pointers to the end.
+const std::vector<UDevice*>& devices();
+UDevice* our_device(ibv_device* d);
+
+struct UContext {
+  verbs_context vctx{};  // ibv_context is its last member
+  UDevice* udev = nullptr;
+  verbs::Device* dev = nullptr;
+  std::atomic<std::uint32_t> next_pd{1};
+  std::mutex async_mu;
+  std::deque<ibv_async_event> async_events;  ///< one count on async_fd each
+};
+
+/// Queues an asynchronous event for ibv_get_async_event (async.cc).
+void post_async_event(UContext* c, const ibv_async_event& e);
+
+inline UContext* to_uctx(ibv_context* c) {
+  return reinterpret_cast<UContext*>(reinterpret_cast<char*>(c) -
+                                     offsetof(verbs_context, context));
+}
+
+/// The uroce context of `c`, or null when `c` belongs to another device.
+inline UContext* ours(ibv_context* c) {
+  if (c == nullptr || our_device(c->device) == nullptr) return nullptr;
+  return to_uctx(c);
+}
+
+struct UPd {
+  ibv_pd ibv{};
+  std::atomic<std::uint32_t> users{0};  ///< objects using it: EBUSY on destroy
+  verbs::PdId id = 0;
+};
+
+struct UMr {
+  ibv_mr ibv{};
+  UPd* pd = nullptr;
+};
+
+struct UChannel {
+  ibv_comp_channel ibv{};
+  std::atomic<std::uint32_t> users{0};  ///< objects using it: EBUSY on destroy
+  verbs::CompletionChannel channel;
+};
+
+/// A CQ ring that knows the ibv_cq it belongs to (completion channels
+/// hand back the ring).
+struct CqRing : transport::Cq {
+  using transport::Cq::Cq;
+  ibv_cq* owner = nullptr;
+};
+
+struct UCq {
+  ibv_cq ibv{};
+  std::atomic<std::uint32_t> users{0};  ///< objects using it: EBUSY on destroy
+  std::unique_ptr<CqRing> ring;
+  UChannel* channel = nullptr;
+};
+
+struct USrq {
+  ibv_srq ibv{};
+  std::atomic<std::uint32_t> users{0};  ///< objects using it: EBUSY on destroy
+  std::unique_ptr<transport::RecvQueue> rq;
+  UPd* pd = nullptr;
+  std::uint32_t max_wr = 0;
+  std::uint32_t max_sge = 0;
+  std::atomic<std::uint32_t> limit{0};
+};
+
+struct UQp {
+  ibv_qp_ex ibvx{};  // ibv_qp is its first member
+  std::unique_ptr<verbs::QueuePair> qp;
+  UPd* pd = nullptr;
+  UCq* send_cq = nullptr;
+  UCq* recv_cq = nullptr;
+  USrq* srq = nullptr;
+  verbs::AddressVector av;  ///< as the last modify_qp gave it, for query_qp
+  ibv_ah_attr ah_attr{};
+  std::mutex post_mu;  // posting may come from several program threads
+  // ibv_wr_* (the extended post-send API) builds one WR at a time here.
+  transport::SendWr wr_building;
+  std::array<std::uint8_t, transport::kMaxInlineData> inline_buf{};
+  int wr_error = 0;
+  std::uint32_t wr_count = 0;
+};
+
+struct UAh {
+  ibv_ah ibv{};
+  UPd* pd = nullptr;
+  wire::RoceRoute route;
+};
+
+/// Our object of a public one: the public struct is its first member.
+/// (Objects in use cannot be destroyed: they count their users and
+/// destroying one still used fails with EBUSY, as with the kernel.)
+template <typename U, typename T>
+U* to_u(T* ibv) {
+  return reinterpret_cast<U*>(ibv);
+}
+
+// The context's operations (context.cc, cq.cc, qp.cc).
+int query_port(ibv_context* ctx, uint8_t port, ibv_port_attr* attr, size_t len);
+int query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input,
+                    ibv_device_attr_ex* attr, size_t len);
+int poll_cq(ibv_cq* cq, int n, ibv_wc* wc);
+int req_notify_cq(ibv_cq* cq, int solicited_only);
+int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad);
+int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad);
+int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad);
+ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* attr);
+ibv_cq_ex* create_cq_ex(ibv_context* ctx, ibv_cq_init_attr_ex* attr);
+ibv_srq* create_srq_ex(ibv_context* ctx, ibv_srq_init_attr_ex* attr);
+
+/// Sets up the ibv_qp_ex wr_* operations of a new QP (qp_ex.cc).
+void init_qp_ex(UQp* q);
+
+}  // namespace uroce::ibverbs

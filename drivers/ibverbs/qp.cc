@@ -1,0 +1,364 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// Queue pairs: creation, the modify_qp state machine, queries, and the
+// post_send / post_recv data path (ibv_send_wr -> transport::SendWr).
+
+#include <cerrno>
+#include <cstring>
+
+#include "drivers/ibverbs/forward.h"
+#include "drivers/ibverbs/provider.h"
+#include "transport/limits.h"
+
+namespace uroce::ibverbs {
+
+namespace {
+
+namespace tp = transport;
+
+static_assert(static_cast<int>(tp::WrOpcode::kSendWithInv) == IBV_WR_SEND_WITH_INV);
+static_assert(static_cast<int>(tp::WrOpcode::kAtomicFetchAndAdd) == IBV_WR_ATOMIC_FETCH_AND_ADD);
+static_assert(tp::send_flags::kInline == IBV_SEND_INLINE);
+static_assert(tp::send_flags::kSolicited == IBV_SEND_SOLICITED);
+static_assert(tp::access::kRemoteAtomic == IBV_ACCESS_REMOTE_ATOMIC);
+static_assert(static_cast<int>(tp::QpState::kErr) == IBV_QPS_ERR);
+static_assert(tp::attr_mask::kDestQpn == IBV_QP_DEST_QPN);
+static_assert(tp::attr_mask::kMaxDestRdAtomic == IBV_QP_MAX_DEST_RD_ATOMIC);
+
+constexpr unsigned kSendFlags =
+    IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE;
+
+// The attributes uroce takes; IBV_QP_CAP (resizing) and the rate limit
+// are refused.
+constexpr int kKnownMask = (IBV_QP_DEST_QPN << 1) - 1;
+
+ibv_qp* create(ibv_context* context, const ibv_qp_init_attr_ex& a) {
+  UContext* c = ours(context);
+  if (!a.pd || ours(a.pd->context) != c || !a.send_cq || !a.recv_cq ||
+      ours(a.send_cq->context) != c || ours(a.recv_cq->context) != c ||
+      (a.srq && ours(a.srq->context) != c)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  if (a.create_flags != 0 || a.xrcd || a.rwq_ind_tbl) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+  }
+  verbs::QpCaps caps;
+  switch (a.qp_type) {
+    case IBV_QPT_RC: caps.type = tp::QpType::kRc; break;
+    case IBV_QPT_UC: caps.type = tp::QpType::kUc; break;
+    case IBV_QPT_UD: caps.type = tp::QpType::kUd; break;
+    default: errno = EOPNOTSUPP; return nullptr;
+  }
+  caps.max_send_wr = a.cap.max_send_wr;
+  caps.max_recv_wr = a.cap.max_recv_wr;
+  caps.max_send_sge = a.cap.max_send_sge;
+  caps.max_recv_sge = a.cap.max_recv_sge;
+  caps.max_inline_data = a.cap.max_inline_data;
+  caps.sq_sig_all = a.sq_sig_all != 0;
+  if (a.srq && caps.type == tp::QpType::kUc) {
+    // IBA allows it, but uroce's UC responder takes only its own queue.
+  }
+  auto* q = new UQp();
+  q->pd = to_u<UPd>(a.pd);
+  q->send_cq = to_u<UCq>(a.send_cq);
+  q->recv_cq = to_u<UCq>(a.recv_cq);
+  q->srq = a.srq ? to_u<USrq>(a.srq) : nullptr;
+  if (int rc = verbs::QueuePair::create(*c->dev, q->pd->id, caps, q->send_cq->ring.get(),
+                                        q->recv_cq->ring.get(), q->srq ? q->srq->rq.get() : nullptr,
+                                        &q->qp);
+      rc != 0) {
+    delete q;
+    errno = rc;
+    return nullptr;
+  }
+  q->pd->users.fetch_add(1);
+  q->send_cq->users.fetch_add(1);
+  q->recv_cq->users.fetch_add(1);
+  if (q->srq) q->srq->users.fetch_add(1);
+
+  ibv_qp& qp = q->ibvx.qp_base;
+  qp.context = context;
+  qp.qp_context = a.qp_context;
+  qp.pd = a.pd;
+  qp.send_cq = a.send_cq;
+  qp.recv_cq = a.recv_cq;
+  qp.srq = a.srq;
+  qp.qp_num = q->qp->qp().qpn();
+  qp.handle = qp.qp_num;
+  qp.state = IBV_QPS_RESET;
+  qp.qp_type = a.qp_type;
+  pthread_mutex_init(&qp.mutex, nullptr);
+  pthread_cond_init(&qp.cond, nullptr);
+  init_qp_ex(q);
+  return &qp;
+}
+
+// The granted capabilities, written back as ibv_create_qp does.
+void write_caps(const UQp* q, ibv_qp_cap* cap) {
+  const verbs::QpCaps& g = q->qp->caps();
+  cap->max_send_wr = g.max_send_wr;
+  cap->max_recv_wr = g.max_recv_wr;
+  cap->max_send_sge = g.max_send_sge;
+  cap->max_recv_sge = g.max_recv_sge;
+  cap->max_inline_data = g.max_inline_data;
+}
+
+int to_send_wr(UQp* q, const ibv_send_wr& in, tp::SendWr* out) {
+  if (in.num_sge < 0 || static_cast<std::uint32_t>(in.num_sge) > tp::kMaxSge) return EINVAL;
+  if (static_cast<unsigned>(in.opcode) > IBV_WR_SEND_WITH_INV) return EINVAL;
+  if (in.send_flags & ~kSendFlags) return EINVAL;
+  out->wr_id = in.wr_id;
+  out->opcode = static_cast<tp::WrOpcode>(in.opcode);
+  out->send_flags = in.send_flags;
+  out->num_sge = static_cast<std::uint32_t>(in.num_sge);
+  for (int i = 0; i < in.num_sge; ++i)
+    out->sg_list[static_cast<std::size_t>(i)] = {in.sg_list[i].addr, in.sg_list[i].length,
+                                                 in.sg_list[i].lkey};
+  out->imm_data = in.imm_data;
+  out->invalidate_rkey = in.invalidate_rkey;
+  switch (in.opcode) {
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
+      out->remote_addr = in.wr.atomic.remote_addr;
+      out->rkey = in.wr.atomic.rkey;
+      out->compare_add = in.wr.atomic.compare_add;
+      out->swap = in.wr.atomic.swap;
+      break;
+    default:
+      out->remote_addr = in.wr.rdma.remote_addr;
+      out->rkey = in.wr.rdma.rkey;
+      break;
+  }
+  if (q->qp->qp().type() == tp::QpType::kUd) {
+    ibv_ah* ah = in.wr.ud.ah;
+    if (!ah || ours(ah->context) != ours(q->ibvx.qp_base.context)) return EINVAL;
+    out->ud.route = &to_u<UAh>(ah)->route;
+    out->ud.remote_qpn = in.wr.ud.remote_qpn;
+    // A Q_Key with the high bit set means "the QP's own" (IBA 10.2.5).
+    out->ud.remote_qkey = (in.wr.ud.remote_qkey & 0x80000000u) ? q->qp->qp().attr().qkey
+                                                                : in.wr.ud.remote_qkey;
+  }
+  return 0;
+}
+
+int to_recv_wr(const ibv_recv_wr& in, std::uint32_t max_sge, tp::RecvWr* out) {
+  if (in.num_sge < 0 || static_cast<std::uint32_t>(in.num_sge) > max_sge) return EINVAL;
+  out->wr_id = in.wr_id;
+  out->num_sge = static_cast<std::uint32_t>(in.num_sge);
+  for (int i = 0; i < in.num_sge; ++i)
+    out->sg_list[static_cast<std::size_t>(i)] = {in.sg_list[i].addr, in.sg_list[i].length,
+                                                 in.sg_list[i].lkey};
+  return 0;
+}
+
+}  // namespace
+
+ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
+  const std::uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
+                              IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  if (!attr || (attr->comp_mask & ~known) || !(attr->comp_mask & IBV_QP_INIT_ATTR_PD)) {
+    errno = (attr && !(attr->comp_mask & ~known)) ? EINVAL : EOPNOTSUPP;
+    return nullptr;
+  }
+  ibv_qp_init_attr_ex a = *attr;
+  if (!(a.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS)) a.create_flags = 0;
+  a.xrcd = nullptr;
+  a.rwq_ind_tbl = nullptr;
+  ibv_qp* qp = create(context, a);
+  if (qp) write_caps(to_u<UQp>(qp), &attr->cap);
+  return qp;
+}
+
+int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
+  UQp* q = to_u<UQp>(ibqp);
+  int rc = 0;
+  {
+    std::lock_guard lock(q->post_mu);
+    tp::SendWr w;
+    for (; wr; wr = wr->next) {
+      rc = to_send_wr(q, *wr, &w);
+      if (rc == 0) rc = q->qp->qp().post_send(w);
+      if (rc != 0) break;
+    }
+  }
+  if (rc != 0 && bad) *bad = wr;
+  // Let the request out now if the engine is free (DESIGN.md, progress).
+  to_uctx(ibqp->context)->dev->progress().drive();
+  return rc;
+}
+
+int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
+  UQp* q = to_u<UQp>(ibqp);
+  if (q->srq) {
+    if (bad) *bad = wr;
+    return EINVAL;  // the QP receives from its SRQ
+  }
+  std::lock_guard lock(q->post_mu);
+  tp::RecvWr r;
+  for (; wr; wr = wr->next) {
+    int rc = to_recv_wr(*wr, q->qp->caps().max_recv_sge, &r);
+    if (rc == 0) rc = q->qp->qp().post_recv(r);
+    if (rc != 0) {
+      if (bad) *bad = wr;
+      return rc;
+    }
+  }
+  return 0;
+}
+
+int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad) {
+  USrq* s = to_u<USrq>(srq);
+  tp::RecvWr r;
+  for (; wr; wr = wr->next) {
+    int rc = to_recv_wr(*wr, s->max_sge, &r);
+    if (rc == 0) rc = s->rq->post(r);
+    if (rc != 0) {
+      if (bad) *bad = wr;
+      return rc;
+    }
+  }
+  return 0;
+}
+
+}  // namespace uroce::ibverbs
+
+using namespace uroce::ibverbs;
+
+extern "C" {
+
+ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* qp_init_attr) {
+  if (!pd || !ours(pd->context))
+    UROCE_FORWARD(ibv_create_qp, "IBVERBS_1.1", nullptr, pd, qp_init_attr);
+  if (!qp_init_attr) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  ibv_qp_init_attr_ex a{};
+  std::memcpy(&a, qp_init_attr, sizeof(*qp_init_attr));
+  a.comp_mask = IBV_QP_INIT_ATTR_PD;
+  a.pd = pd;
+  ibv_qp* qp = create(pd->context, a);
+  if (qp) write_caps(to_u<UQp>(qp), &qp_init_attr->cap);
+  return qp;
+}
+
+ibv_qp_ex* ibv_qp_to_qp_ex(ibv_qp* qp) {
+  if (!qp || !ours(qp->context)) UROCE_FORWARD(ibv_qp_to_qp_ex, "IBVERBS_1.6", nullptr, qp);
+  return &to_u<UQp>(qp)->ibvx;
+}
+
+int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
+  if (!qp || !ours(qp->context))
+    UROCE_FORWARD(ibv_modify_qp, "IBVERBS_1.1", ENOSYS, qp, attr, attr_mask);
+  UQp* q = to_u<UQp>(qp);
+  if (!attr || (attr_mask & ~kKnownMask) || (attr_mask & (IBV_QP_CAP | IBV_QP_ALT_PATH)))
+    return EINVAL;
+  namespace am = tp::attr_mask;
+  const unsigned mask = static_cast<unsigned>(attr_mask);
+  if ((mask & am::kCurState) && static_cast<int>(q->qp->qp().state()) != attr->cur_qp_state)
+    return EINVAL;
+  if ((mask & am::kPort) && attr->port_num != 1) return EINVAL;
+  if ((mask & am::kPkeyIndex) && attr->pkey_index != 0) return EINVAL;
+  if ((mask & am::kState) && (attr->qp_state < IBV_QPS_RESET || attr->qp_state > IBV_QPS_ERR))
+    return EINVAL;
+
+  tp::QpAttr a;
+  a.qp_state = static_cast<tp::QpState>(attr->qp_state);
+  a.path_mtu = static_cast<uroce::wire::Mtu>(attr->path_mtu);
+  a.qkey = attr->qkey;
+  a.rq_psn = attr->rq_psn;
+  a.sq_psn = attr->sq_psn;
+  a.dest_qp_num = attr->dest_qp_num;
+  a.qp_access_flags = attr->qp_access_flags;
+  a.max_rd_atomic = attr->max_rd_atomic;
+  a.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+  a.min_rnr_timer = attr->min_rnr_timer;
+  a.timeout = attr->timeout;
+  a.retry_cnt = attr->retry_cnt;
+  a.rnr_retry = attr->rnr_retry;
+  if ((mask & am::kAccessFlags) &&
+      (attr->qp_access_flags & ~static_cast<unsigned>(IBV_ACCESS_LOCAL_WRITE |
+                                                      IBV_ACCESS_REMOTE_WRITE |
+                                                      IBV_ACCESS_REMOTE_READ |
+                                                      IBV_ACCESS_REMOTE_ATOMIC)))
+    return EINVAL;
+
+  uroce::verbs::AddressVector av;
+  if (mask & am::kAv) {
+    const ibv_ah_attr& ah = attr->ah_attr;
+    // RoCE addresses by GID: an address without a GRH has no IP address.
+    if (!ah.is_global || (ah.port_num != 0 && ah.port_num != 1)) return EINVAL;
+    av.sgid_index = ah.grh.sgid_index;
+    std::memcpy(av.dgid.data(), ah.grh.dgid.raw, 16);
+    av.hop_limit = ah.grh.hop_limit;
+    av.traffic_class = ah.grh.traffic_class;
+    av.flow_label = ah.grh.flow_label;
+  }
+  if (int rc = q->qp->modify(a, (mask & am::kAv) ? &av : nullptr, mask); rc != 0) return rc;
+  if (mask & am::kAv) {
+    q->av = av;
+    q->ah_attr = attr->ah_attr;
+  }
+  if (mask & am::kState) qp->state = attr->qp_state;
+  return 0;
+}
+
+int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr) {
+  if (!qp || !ours(qp->context))
+    UROCE_FORWARD(ibv_query_qp, "IBVERBS_1.1", ENOSYS, qp, attr, attr_mask, init_attr);
+  if (!attr || !init_attr) return EINVAL;
+  UQp* q = to_u<UQp>(qp);
+  tp::QpAttr a;
+  tp::QpState state;
+  to_uctx(qp->context)->dev->engine().locked([&] {
+    a = q->qp->qp().attr();
+    state = q->qp->qp().state();
+  });
+  std::memset(attr, 0, sizeof(*attr));
+  attr->qp_state = static_cast<ibv_qp_state>(state);
+  attr->cur_qp_state = attr->qp_state;
+  attr->path_mtu = static_cast<ibv_mtu>(a.path_mtu);
+  attr->path_mig_state = IBV_MIG_MIGRATED;
+  attr->qkey = a.qkey;
+  attr->rq_psn = a.rq_psn;
+  attr->sq_psn = a.sq_psn;
+  attr->dest_qp_num = a.dest_qp_num;
+  attr->qp_access_flags = a.qp_access_flags;
+  write_caps(q, &attr->cap);
+  attr->ah_attr = q->ah_attr;
+  attr->max_rd_atomic = a.max_rd_atomic;
+  attr->max_dest_rd_atomic = a.max_dest_rd_atomic;
+  attr->min_rnr_timer = a.min_rnr_timer;
+  attr->port_num = 1;
+  attr->timeout = a.timeout;
+  attr->retry_cnt = a.retry_cnt;
+  attr->rnr_retry = a.rnr_retry;
+  std::memset(init_attr, 0, sizeof(*init_attr));
+  init_attr->qp_context = qp->qp_context;
+  init_attr->send_cq = qp->send_cq;
+  init_attr->recv_cq = qp->recv_cq;
+  init_attr->srq = qp->srq;
+  write_caps(q, &init_attr->cap);
+  init_attr->qp_type = qp->qp_type;
+  init_attr->sq_sig_all = q->qp->caps().sq_sig_all;
+  return 0;
+}
+
+int ibv_destroy_qp(ibv_qp* qp) {
+  if (!qp || !ours(qp->context)) UROCE_FORWARD(ibv_destroy_qp, "IBVERBS_1.1", ENOSYS, qp);
+  UQp* q = to_u<UQp>(qp);
+  // Detaching from the engine first: once it returns, no packet reaches
+  // the QP and nothing completes into its CQs any more.
+  q->qp.reset();
+  q->pd->users.fetch_sub(1);
+  q->send_cq->users.fetch_sub(1);
+  q->recv_cq->users.fetch_sub(1);
+  if (q->srq) q->srq->users.fetch_sub(1);
+  pthread_mutex_destroy(&qp->mutex);
+  pthread_cond_destroy(&qp->cond);
+  delete q;
+  return 0;
+}
+
+}  // extern "C"

@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// Shared receive queues and address handles.
+
+#include <cerrno>
+#include <cstring>
+
+#include "drivers/ibverbs/forward.h"
+#include "drivers/ibverbs/provider.h"
+#include "transport/limits.h"
+
+namespace uroce::ibverbs {
+
+namespace {
+
+ibv_srq* create_srq(ibv_pd* pd, void* srq_context, const ibv_srq_attr& attr) {
+  if (attr.max_wr == 0 || attr.max_wr > transport::kMaxQpWr || attr.max_sge == 0 ||
+      attr.max_sge > transport::kMaxSge || attr.srq_limit > attr.max_wr) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  auto* s = new USrq();
+  s->rq = std::make_unique<transport::RecvQueue>(attr.max_wr, attr.max_sge);
+  s->pd = to_u<UPd>(pd);
+  s->max_wr = attr.max_wr;
+  s->max_sge = attr.max_sge;
+  s->limit = attr.srq_limit;
+  s->ibv.context = pd->context;
+  s->ibv.srq_context = srq_context;
+  s->ibv.pd = pd;
+  pthread_mutex_init(&s->ibv.mutex, nullptr);
+  pthread_cond_init(&s->ibv.cond, nullptr);
+  s->pd->users.fetch_add(1);
+  return &s->ibv;
+}
+
+// A RoCE address: the GID is the IP address (IPv4-mapped for IPv4).
+int make_ah(ibv_pd* pd, const ibv_ah_attr& attr, ibv_ah** out) {
+  UContext* c = ours(pd->context);
+  if (!attr.is_global || (attr.port_num != 0 && attr.port_num != 1)) return EINVAL;
+  uroce::verbs::AddressVector av;
+  av.sgid_index = attr.grh.sgid_index;
+  std::memcpy(av.dgid.data(), attr.grh.dgid.raw, 16);
+  av.hop_limit = attr.grh.hop_limit;
+  av.traffic_class = attr.grh.traffic_class;
+  av.flow_label = attr.grh.flow_label;
+  auto* a = new UAh();
+  // The UDP source port of a UD flow comes from the QPNs, which an AH
+  // does not know; the source QPN alone would do, but 0 keeps one flow
+  // per destination as rxe does for UD.
+  if (int rc = c->dev->resolve(av, 0, 0, &a->route); rc != 0) {
+    delete a;
+    return rc;
+  }
+  a->pd = to_u<UPd>(pd);
+  a->ibv.context = pd->context;
+  a->ibv.pd = pd;
+  a->pd->users.fetch_add(1);
+  *out = &a->ibv;
+  return 0;
+}
+
+}  // namespace
+
+ibv_srq* create_srq_ex(ibv_context* context, ibv_srq_init_attr_ex* attr) {
+  const std::uint32_t need = IBV_SRQ_INIT_ATTR_PD;
+  if (!attr || (attr->comp_mask & need) != need || !attr->pd || ours(attr->pd->context) !=
+      ours(context)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type != IBV_SRQT_BASIC) {
+    errno = EOPNOTSUPP;  // XRC and tag-matching SRQs are not offered
+    return nullptr;
+  }
+  return create_srq(attr->pd, attr->srq_context, attr->attr);
+}
+
+}  // namespace uroce::ibverbs
+
+using namespace uroce::ibverbs;
+
+extern "C" {
+
+ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* srq_init_attr) {
+  if (!pd || !ours(pd->context))
+    UROCE_FORWARD(ibv_create_srq, "IBVERBS_1.1", nullptr, pd, srq_init_attr);
+  if (!srq_init_attr) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  return create_srq(pd, srq_init_attr->srq_context, srq_init_attr->attr);
+}
+
+int ibv_modify_srq(ibv_srq* srq, ibv_srq_attr* srq_attr, int srq_attr_mask) {
+  if (!srq || !ours(srq->context))
+    UROCE_FORWARD(ibv_modify_srq, "IBVERBS_1.1", ENOSYS, srq, srq_attr, srq_attr_mask);
+  USrq* s = to_u<USrq>(srq);
+  if (!srq_attr || (srq_attr_mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))) return EINVAL;
+  if (srq_attr_mask & IBV_SRQ_MAX_WR) return EOPNOTSUPP;  // the ring keeps its size
+  if (srq_attr_mask & IBV_SRQ_LIMIT) {
+    if (srq_attr->srq_limit > s->max_wr) return EINVAL;
+    s->limit = srq_attr->srq_limit;
+  }
+  return 0;
+}
+
+int ibv_query_srq(ibv_srq* srq, ibv_srq_attr* srq_attr) {
+  if (!srq || !ours(srq->context))
+    UROCE_FORWARD(ibv_query_srq, "IBVERBS_1.1", ENOSYS, srq, srq_attr);
+  USrq* s = to_u<USrq>(srq);
+  srq_attr->max_wr = s->max_wr;
+  srq_attr->max_sge = s->max_sge;
+  srq_attr->srq_limit = s->limit;
+  return 0;
+}
+
+int ibv_destroy_srq(ibv_srq* srq) {
+  if (!srq || !ours(srq->context)) UROCE_FORWARD(ibv_destroy_srq, "IBVERBS_1.1", ENOSYS, srq);
+  USrq* s = to_u<USrq>(srq);
+  if (s->users.load() != 0) return EBUSY;
+  s->pd->users.fetch_sub(1);
+  pthread_mutex_destroy(&srq->mutex);
+  pthread_cond_destroy(&srq->cond);
+  delete s;
+  return 0;
+}
+
+ibv_ah* ibv_create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
+  if (!pd || !ours(pd->context)) UROCE_FORWARD(ibv_create_ah, "IBVERBS_1.1", nullptr, pd, attr);
+  ibv_ah* ah = nullptr;
+  if (!attr) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  if (int rc = make_ah(pd, *attr, &ah); rc != 0) {
+    errno = rc;
+    return nullptr;
+  }
+  return ah;
+}
+
+int ibv_destroy_ah(ibv_ah* ah) {
+  if (!ah || !ours(ah->context)) UROCE_FORWARD(ibv_destroy_ah, "IBVERBS_1.1", ENOSYS, ah);
+  UAh* a = to_u<UAh>(ah);
+  a->pd->users.fetch_sub(1);
+  delete a;
+  return 0;
+}
+
+int ibv_init_ah_from_wc(ibv_context* context, uint8_t port_num, ibv_wc* wc, ibv_grh* grh,
+                        ibv_ah_attr* ah_attr) {
+  UContext* c = ours(context);
+  if (!c)
+    UROCE_FORWARD(ibv_init_ah_from_wc, "IBVERBS_1.1", -1, context, port_num, wc, grh, ah_attr);
+  if (!wc || !grh || !ah_attr || !(wc->wc_flags & IBV_WC_GRH) || port_num != 1) {
+    errno = EINVAL;
+    return -1;
+  }
+  std::memset(ah_attr, 0, sizeof(*ah_attr));
+  const auto* raw = reinterpret_cast<const std::uint8_t*>(grh);
+  uroce::wire::IpAddr src, dst;
+  std::uint8_t tclass;
+  if ((raw[20] >> 4) == 4) {
+    // IPv4: the header sits in the GRH's last 20 bytes.
+    src = uroce::wire::IpAddr::from_v4_bytes(raw + 32);
+    dst = uroce::wire::IpAddr::from_v4_bytes(raw + 36);
+    tclass = raw[21];
+  } else {
+    std::memcpy(src.bytes.data(), grh->sgid.raw, 16);
+    std::memcpy(dst.bytes.data(), grh->dgid.raw, 16);
+    tclass = static_cast<std::uint8_t>(be32toh(grh->version_tclass_flow) >> 20);
+    ah_attr->grh.flow_label = be32toh(grh->version_tclass_flow) & 0xFFFFF;
+  }
+  const auto& gids = c->dev->gids();
+  std::size_t i = 0;
+  while (i < gids.size() && gids[i] != dst) ++i;
+  if (i == gids.size()) {
+    errno = ENOENT;  // not sent to one of our addresses
+    return -1;
+  }
+  std::memcpy(ah_attr->grh.dgid.raw, src.bytes.data(), 16);
+  ah_attr->grh.sgid_index = static_cast<std::uint8_t>(i);
+  ah_attr->grh.hop_limit = 0xFF;
+  ah_attr->grh.traffic_class = tclass;
+  ah_attr->is_global = 1;
+  ah_attr->port_num = port_num;
+  ah_attr->sl = wc->sl;
+  return 0;
+}
+
+ibv_ah* ibv_create_ah_from_wc(ibv_pd* pd, ibv_wc* wc, ibv_grh* grh, uint8_t port_num) {
+  if (!pd || !ours(pd->context))
+    UROCE_FORWARD(ibv_create_ah_from_wc, "IBVERBS_1.1", nullptr, pd, wc, grh, port_num);
+  ibv_ah_attr attr;
+  if (ibv_init_ah_from_wc(pd->context, port_num, wc, grh, &attr) != 0) return nullptr;
+  return ibv_create_ah(pd, &attr);
+}
+
+}  // extern "C"
