@@ -60,14 +60,24 @@ std::vector<std::string> eal_arguments(const EalOptions& opts) {
     if (is_pci_address(d)) {
       a.push_back("-a");
       pci = true;
+      a.push_back(d);
     } else {
       a.push_back("--vdev");
+      a.push_back(with_vdev_defaults(d));
     }
-    a.push_back(d);
   }
   if (!pci) a.push_back("--no-pci");
   a.insert(a.end(), opts.args.begin(), opts.args.end());
   return a;
+}
+
+std::string with_vdev_defaults(const std::string& vdev) {
+  // net_af_packet's default ring of 256 frames overflows under a burst of
+  // RDMA traffic, and for UC and UD a dropped packet is a lost message:
+  // give it 4096 frames (8 MiB) unless the device string sets a size.
+  if (vdev.rfind("net_af_packet", 0) == 0 && vdev.find("framecnt=") == std::string::npos)
+    return vdev + ",framecnt=4096";
+  return vdev;
 }
 
 std::string eal_init(const EalOptions& opts) {

@@ -34,4 +34,8 @@ std::vector<std::string> eal_arguments(const EalOptions& opts);
 /// True for a PCI address such as 0000:03:00.0 or 03:00.0.
 bool is_pci_address(const std::string& device);
 
+/// A vdev string with uroce's defaults added for options it leaves unset
+/// (net_af_packet: a 4096-frame ring).
+std::string with_vdev_defaults(const std::string& vdev);
+
 }  // namespace uroce::dpdk

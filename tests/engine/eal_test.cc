@@ -35,7 +35,12 @@ TEST(Eal, ArgumentsKeepTheProgramUnpinnedAndPrivate) {
   EXPECT_TRUE(has(a, "--no-shconf"));
   EXPECT_TRUE(has(a, "--file-prefix"));
   EXPECT_TRUE(has(a, "--no-pci"));
-  EXPECT_TRUE(has(a, "net_af_packet0,iface=veth1"));
+  EXPECT_TRUE(has(a, "net_af_packet0,iface=veth1,framecnt=4096"))
+      << "af_packet gets a ring deep enough for RDMA bursts";
+  EXPECT_EQ(with_vdev_defaults("net_af_packet1,iface=x,framecnt=512"),
+            "net_af_packet1,iface=x,framecnt=512")
+      << "a ring size the user gave stays";
+  EXPECT_EQ(with_vdev_defaults("net_ring0"), "net_ring0");
 
   o.devices = {"0000:03:00.0"};
   o.hugepages = true;
