@@ -197,8 +197,7 @@ ssize_t _ibv_query_gid_table(ibv_context* context, ibv_gid_entry* entries, size_
 int ibv_query_gid_type(ibv_context* context, uint8_t port_num, unsigned int index, int* type) {
   UContext* c = ours(context);
   if (!c)
-    UROCE_FORWARD(ibv_query_gid_type, "IBVERBS_PRIVATE_34", ENOSYS, context, port_num, index,
-                  type);
+    UROCE_FORWARD(ibv_query_gid_type, "IBVERBS_PRIVATE_34", ENOSYS, context, port_num, index, type);
   if (port_num != 1 || index >= c->dev->gids().size()) return EINVAL;
   *type = kGidTypeSysfsRoceV2;
   return 0;
@@ -213,8 +212,7 @@ int ibv_query_pkey(ibv_context* context, uint8_t port_num, int index, __be16* pk
 }
 
 int ibv_get_pkey_index(ibv_context* context, uint8_t port_num, __be16 pkey) {
-  if (!ours(context))
-    UROCE_FORWARD(ibv_get_pkey_index, "IBVERBS_1.5", -1, context, port_num, pkey);
+  if (!ours(context)) UROCE_FORWARD(ibv_get_pkey_index, "IBVERBS_1.5", -1, context, port_num, pkey);
   if (port_num == 1 && (be16toh(pkey) & 0x7FFF) == 0x7FFF) return 0;
   errno = ENOENT;
   return -1;

@@ -165,8 +165,8 @@ int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) 
 
 void ibv_ack_cq_events(ibv_cq* cq, unsigned int nevents) {
   if (!cq || !ours(cq->context)) {
-    static const auto real = real_fn<decltype(&ibv_ack_cq_events)>("ibv_ack_cq_events",
-                                                                   "IBVERBS_1.1");
+    static const auto real =
+        real_fn<decltype(&ibv_ack_cq_events)>("ibv_ack_cq_events", "IBVERBS_1.1");
     if (real) real(cq, nevents);
     return;
   }

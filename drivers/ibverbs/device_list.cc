@@ -60,13 +60,17 @@ std::uint64_t guid_from_sysfs(const std::string& port) {
   std::ifstream f("/sys/class/net/" + iface + "/address");
   unsigned m[6];
   std::string text;
-  if (!(f >> text) || std::sscanf(text.c_str(), "%x:%x:%x:%x:%x:%x", &m[0], &m[1], &m[2], &m[3],
-                                  &m[4], &m[5]) != 6)
+  if (!(f >> text) ||
+      std::sscanf(text.c_str(), "%x:%x:%x:%x:%x:%x", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5]) != 6)
     return 0;
   // Modified EUI-64, as verbs::Device derives it once the port is open.
-  const std::uint8_t id[8] = {static_cast<std::uint8_t>(m[0] ^ 2), static_cast<std::uint8_t>(m[1]),
-                              static_cast<std::uint8_t>(m[2]), 0xFF, 0xFE,
-                              static_cast<std::uint8_t>(m[3]), static_cast<std::uint8_t>(m[4]),
+  const std::uint8_t id[8] = {static_cast<std::uint8_t>(m[0] ^ 2),
+                              static_cast<std::uint8_t>(m[1]),
+                              static_cast<std::uint8_t>(m[2]),
+                              0xFF,
+                              0xFE,
+                              static_cast<std::uint8_t>(m[3]),
+                              static_cast<std::uint8_t>(m[4]),
                               static_cast<std::uint8_t>(m[5])};
   std::uint64_t g = 0;
   for (std::uint8_t b : id) g = g << 8 | b;
@@ -102,8 +106,8 @@ using namespace uroce::ibverbs;
 extern "C" {
 
 ibv_device** ibv_get_device_list(int* num_devices) {
-  static const auto real = real_fn<decltype(&ibv_get_device_list)>("ibv_get_device_list",
-                                                                   "IBVERBS_1.1");
+  static const auto real =
+      real_fn<decltype(&ibv_get_device_list)>("ibv_get_device_list", "IBVERBS_1.1");
   int n_real = 0;
   ibv_device** real_list = nullptr;
   if (real) {

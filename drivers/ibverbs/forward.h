@@ -19,12 +19,12 @@ Fn real_fn(const char* name, const char* version) {
 
 /// Forwards the current call to the real `fn`@`ver` with the given
 /// arguments, or fails with ENOSYS as `fail` when there is none.
-#define UROCE_FORWARD(fn, ver, fail, ...)                                              \
-  do {                                                                                 \
-    static const auto real = ::uroce::ibverbs::real_fn<decltype(&fn)>(#fn, ver);       \
-    if (real == nullptr) {                                                             \
-      errno = ENOSYS;                                                                  \
-      return fail;                                                                     \
-    }                                                                                  \
-    return real(__VA_ARGS__);                                                          \
+#define UROCE_FORWARD(fn, ver, fail, ...)                                        \
+  do {                                                                           \
+    static const auto real = ::uroce::ibverbs::real_fn<decltype(&fn)>(#fn, ver); \
+    if (real == nullptr) {                                                       \
+      errno = ENOSYS;                                                            \
+      return fail;                                                               \
+    }                                                                            \
+    return real(__VA_ARGS__);                                                    \
   } while (0)

@@ -19,8 +19,8 @@ namespace {
 // (IBA 10.6.3.1 and verbs.h: optional bits never fail a registration).
 constexpr int kEnforced = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                           IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
-constexpr int kIgnored = IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_HUGETLB |
-                         IBV_ACCESS_OPTIONAL_RANGE;
+constexpr int kIgnored =
+    IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_HUGETLB | IBV_ACCESS_OPTIONAL_RANGE;
 
 ibv_mr* reg(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned access) {
   UPd* p = to_u<UPd>(pd);

@@ -56,8 +56,7 @@ struct UContext {
 void post_async_event(UContext* c, const ibv_async_event& e);
 
 inline UContext* to_uctx(ibv_context* c) {
-  return reinterpret_cast<UContext*>(reinterpret_cast<char*>(c) -
-                                     offsetof(verbs_context, context));
+  return reinterpret_cast<UContext*>(reinterpret_cast<char*>(c) - offsetof(verbs_context, context));
 }
 
 /// The uroce context of `c`, or null when `c` belongs to another device.

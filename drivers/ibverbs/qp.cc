@@ -45,10 +45,18 @@ ibv_qp* create(ibv_context* context, const ibv_qp_init_attr_ex& a) {
   }
   verbs::QpCaps caps;
   switch (a.qp_type) {
-    case IBV_QPT_RC: caps.type = tp::QpType::kRc; break;
-    case IBV_QPT_UC: caps.type = tp::QpType::kUc; break;
-    case IBV_QPT_UD: caps.type = tp::QpType::kUd; break;
-    default: errno = EOPNOTSUPP; return nullptr;
+    case IBV_QPT_RC:
+      caps.type = tp::QpType::kRc;
+      break;
+    case IBV_QPT_UC:
+      caps.type = tp::QpType::kUc;
+      break;
+    case IBV_QPT_UD:
+      caps.type = tp::QpType::kUd;
+      break;
+    default:
+      errno = EOPNOTSUPP;
+      return nullptr;
   }
   caps.max_send_wr = a.cap.max_send_wr;
   caps.max_recv_wr = a.cap.max_recv_wr;
@@ -136,8 +144,8 @@ int to_send_wr(UQp* q, const ibv_send_wr& in, tp::SendWr* out) {
     out->ud.route = &to_u<UAh>(ah)->route;
     out->ud.remote_qpn = in.wr.ud.remote_qpn;
     // A Q_Key with the high bit set means "the QP's own" (IBA 10.2.5).
-    out->ud.remote_qkey = (in.wr.ud.remote_qkey & 0x80000000u) ? q->qp->qp().attr().qkey
-                                                                : in.wr.ud.remote_qkey;
+    out->ud.remote_qkey =
+        (in.wr.ud.remote_qkey & 0x80000000u) ? q->qp->qp().attr().qkey : in.wr.ud.remote_qkey;
   }
   return 0;
 }
@@ -155,8 +163,8 @@ int to_recv_wr(const ibv_recv_wr& in, std::uint32_t max_sge, tp::RecvWr* out) {
 }  // namespace
 
 ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
-  const std::uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
-                              IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  const std::uint32_t known =
+      IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
   if (!attr || (attr->comp_mask & ~known) || !(attr->comp_mask & IBV_QP_INIT_ATTR_PD)) {
     errno = (attr && !(attr->comp_mask & ~known)) ? EINVAL : EOPNOTSUPP;
     return nullptr;
@@ -278,10 +286,9 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
   a.retry_cnt = attr->retry_cnt;
   a.rnr_retry = attr->rnr_retry;
   if ((mask & am::kAccessFlags) &&
-      (attr->qp_access_flags & ~static_cast<unsigned>(IBV_ACCESS_LOCAL_WRITE |
-                                                      IBV_ACCESS_REMOTE_WRITE |
-                                                      IBV_ACCESS_REMOTE_READ |
-                                                      IBV_ACCESS_REMOTE_ATOMIC)))
+      (attr->qp_access_flags &
+       ~static_cast<unsigned>(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                              IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)))
     return EINVAL;
 
   uroce::verbs::AddressVector av;

@@ -146,8 +146,7 @@ void wr_set_ud_addr(ibv_qp_ex* qx, ibv_ah* ah, uint32_t remote_qpn, uint32_t rem
   tp::SendWr& w = q->wr_building;
   w.ud.route = &to_u<UAh>(ah)->route;
   w.ud.remote_qpn = remote_qpn;
-  w.ud.remote_qkey =
-      (remote_qkey & 0x80000000u) ? q->qp->qp().attr().qkey : remote_qkey;
+  w.ud.remote_qkey = (remote_qkey & 0x80000000u) ? q->qp->qp().attr().qkey : remote_qkey;
 }
 
 }  // namespace

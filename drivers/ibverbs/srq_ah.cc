@@ -63,8 +63,8 @@ int make_ah(ibv_pd* pd, const ibv_ah_attr& attr, ibv_ah** out) {
 
 ibv_srq* create_srq_ex(ibv_context* context, ibv_srq_init_attr_ex* attr) {
   const std::uint32_t need = IBV_SRQ_INIT_ATTR_PD;
-  if (!attr || (attr->comp_mask & need) != need || !attr->pd || ours(attr->pd->context) !=
-      ours(context)) {
+  if (!attr || (attr->comp_mask & need) != need || !attr->pd ||
+      ours(attr->pd->context) != ours(context)) {
     errno = EINVAL;
     return nullptr;
   }

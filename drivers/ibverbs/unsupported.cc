@@ -34,8 +34,7 @@ ibv_mr* ibv_reg_dmabuf_mr(ibv_pd* pd, uint64_t offset, size_t length, uint64_t i
     errno = EOPNOTSUPP;  // no device memory to import into
     return nullptr;
   }
-  UROCE_FORWARD(ibv_reg_dmabuf_mr, "IBVERBS_1.12", nullptr, pd, offset, length, iova, fd,
-                access);
+  UROCE_FORWARD(ibv_reg_dmabuf_mr, "IBVERBS_1.12", nullptr, pd, offset, length, iova, fd, access);
 }
 
 int ibv_resolve_eth_l2_from_gid(ibv_context* context, ibv_ah_attr* attr,

@@ -31,9 +31,16 @@ std::array<std::uint8_t, 8> eui64(const wire::MacAddr& m) {
 }  // namespace
 
 std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c, std::string* error) {
+  // EAL starts once per process and probes its devices then: hand it
+  // every configured device's port, not only this one's.
   dpdk::EalOptions eal;
   eal.devices = {dc.port};
   eal.hugepages = dc.hugepages;
+  for (const DeviceConfig& other : c.devices) {
+    if (other.port == dc.port) continue;
+    eal.devices.push_back(other.port);
+    eal.hugepages = eal.hugepages || other.hugepages;
+  }
   eal.memory_mb = c.eal_memory_mb;
   eal.args = c.eal_args;
   if (auto err = dpdk::eal_init(eal); !err.empty()) {

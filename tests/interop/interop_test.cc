@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// Unmodified RDMA programs from Debian's packages (perftest, ibverbs-utils)
+// over uroce between two hosts: two network namespaces from
+// scripts/testbed.sh, the programs' own TCP exchange over one veth pair and
+// RoCEv2 over the other, which uroce drives through net_af_packet. Every
+// test checks what a user would: both programs succeed and report what
+// they measured, and every UDP 4791 frame on the link decodes in tshark
+// as InfiniBand, nothing malformed, with a correct ICRC. Needs root.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/pcap.h"
+#include "support/tshark.h"
+#include "wire/roce_parser.h"
+
+extern char** environ;
+
+namespace uroce {
+namespace {
+
+using namespace std::chrono_literals;
+
+int sh(const std::string& cmd) {
+  const int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// A command run through /bin/sh in the background, its output in a file.
+class Child {
+ public:
+  Child(const std::string& cmd, const std::string& log) : log_(log) {
+    const std::string line = "exec " + cmd + " >" + log + " 2>&1";
+    const char* argv[] = {"/bin/sh", "-c", line.c_str(), nullptr};
+    if (posix_spawn(&pid_, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ) != 0)
+      pid_ = -1;
+  }
+  ~Child() {
+    if (pid_ > 0 && !reaped_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  /// The exit status, or -1 if it had not ended within `limit` (then it
+  /// is killed).
+  int wait(std::chrono::seconds limit) {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    int status = 0;
+    while (waitpid(pid_, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > end) {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, &status, 0);
+        reaped_ = true;
+        return -1;
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+    reaped_ = true;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  void interrupt() { kill(pid_, SIGINT); }
+  std::string output() const { return slurp(log_); }
+
+ private:
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  std::string log_;
+};
+
+struct Pair {
+  std::string server;  ///< the program and its arguments on host b
+  std::string client;  ///< ... on host a; "{peer}" becomes b's TCP address
+  std::string expect;  ///< a regular expression the client's output must match
+  unsigned port = 18515;
+};
+
+class Interop : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    prefix_ = "ui" + std::to_string(getpid()) + "-";
+    ASSERT_EQ(sh(std::string(UROCE_SCRIPTS_DIR) + "/testbed.sh up " + prefix_), 0)
+        << "cannot build the testbed";
+  }
+  void TearDown() override { sh(std::string(UROCE_SCRIPTS_DIR) + "/testbed.sh down " + prefix_); }
+
+  std::string ns(char host) const { return prefix_ + host; }
+
+  // The program under uroce-run on `host`, with uroce's address there.
+  std::string over_uroce(char host, const std::string& program) const {
+    return "ip netns exec " + ns(host) + " " + std::string(UROCE_BIN_DIR) +
+           "/uroce-run --port net_af_packet0,iface=rdma --ip 10.77.0." + (host == 'a' ? "1" : "2") +
+           "/24 -- " + program;
+  }
+
+  bool listening(char host, unsigned port) {
+    return sh("ip netns exec " + ns(host) + " ss -Hltn 'sport = :" + std::to_string(port) +
+              "' | grep -q LISTEN") == 0;
+  }
+
+  // Runs the pair, captures the RDMA link at both ends, checks the frames.
+  void run(const Pair& r) {
+    const std::string dir = tmp_.path();
+    std::vector<std::unique_ptr<Child>> captures;
+    for (char host : {'a', 'b'}) {
+      // dumpcap at each end: each sees what arrives there (af_packet's
+      // transmit ring bypasses the capture taps of its own host). The
+      // first 20000 frames are enough and keep the check quick.
+      captures.push_back(std::make_unique<Child>("ip netns exec " + ns(host) +
+                                                     " dumpcap -q -P -i rdma -c 20000 -w " + dir +
+                                                     "/" + host + ".pcap",
+                                                 dir + "/dumpcap-" + host + ".log"));
+    }
+    for (char host : {'a', 'b'}) {
+      const auto end = std::chrono::steady_clock::now() + 10s;
+      while (slurp(dir + "/dumpcap-" + host + ".log").find("Capturing on") == std::string::npos &&
+             std::chrono::steady_clock::now() < end)
+        std::this_thread::sleep_for(20ms);
+    }
+
+    Child server(over_uroce('b', r.server), dir + "/server.log");
+    const auto end = std::chrono::steady_clock::now() + 30s;
+    while (!listening('b', r.port) && std::chrono::steady_clock::now() < end)
+      std::this_thread::sleep_for(50ms);
+    std::string client_cmd = r.client;
+    client_cmd.replace(client_cmd.find("{peer}"), 6, "192.168.77.2");
+    Child client(over_uroce('a', client_cmd), dir + "/client.log");
+    const int client_rc = client.wait(180s);
+    const int server_rc = server.wait(60s);
+    for (auto& c : captures) {
+      c->interrupt();
+      c->wait(20s);
+    }
+    const std::string out = client.output();
+    EXPECT_EQ(client_rc, 0) << "client:\n" << out << "\nserver:\n" << server.output();
+    EXPECT_EQ(server_rc, 0) << "server:\n" << server.output();
+    EXPECT_TRUE(std::regex_search(out, std::regex(r.expect)))
+        << "the client did not report a result matching " << r.expect << ":\n"
+        << out;
+    // A one-way transfer (UC or UD) shows RoCEv2 at one end only.
+    const std::size_t roce = check_capture(dir + "/a.pcap") + check_capture(dir + "/b.pcap");
+    EXPECT_GT(roce, 0u) << "no RoCEv2 frame on the link";
+  }
+
+  // Every RoCEv2 frame parses with a correct ICRC, and tshark decodes it
+  // as InfiniBand with nothing malformed. Returns how many there were.
+  std::size_t check_capture(const std::string& pcap) {
+    const auto frames = test::read_pcap(pcap);
+    std::size_t roce = 0;
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+      wire::RocePacket pkt;
+      const wire::DropReason why = wire::parse_roce_frame(frames[i], pkt);
+      if (why == wire::DropReason::kNotIp || why == wire::DropReason::kNotUdp ||
+          why == wire::DropReason::kNotRoceV2Port)
+        continue;  // not RoCEv2 (ARP, say)
+      ++roce;
+      EXPECT_EQ(why, wire::DropReason::kNone)
+          << pcap << " frame " << i + 1 << ": "
+          << wire::kDropReasonNames[static_cast<std::size_t>(why)];
+    }
+    // Payloads are the programs' bytes: keep Wireshark from guessing a
+    // protocol inside them (a 2-byte RDMA WRITE reads as an EtherType).
+    const auto decoded = test::tshark_decode(
+        pcap, {"frame.number", "udp.dstport", "infiniband.bth.opcode", "_ws.malformed"},
+        {"infiniband.identify_payload:FALSE"});
+    std::size_t ib = 0;
+    for (const auto& d : decoded) {
+      EXPECT_EQ(d.at("_ws.malformed"), "") << pcap << " frame " << d.at("frame.number");
+      if (d.at("udp.dstport") != "4791") continue;
+      ++ib;
+      EXPECT_NE(d.at("infiniband.bth.opcode"), "")
+          << pcap << " frame " << d.at("frame.number") << " is UDP 4791 but not InfiniBand";
+    }
+    EXPECT_EQ(ib, roce) << pcap << ": tshark and uroce disagree on the RoCEv2 frames";
+    return roce;
+  }
+
+  // One program under uroce on host a; returns its output.
+  std::string run_one(const std::string& program, int* rc) {
+    Child c(over_uroce('a', program), tmp_.path() + "/one.log");
+    *rc = c.wait(60s);
+    return c.output();
+  }
+
+  std::string prefix_;
+  test::TempDir tmp_;
+};
+
+TEST_F(Interop, IbvDevicesListsUroce0WithItsMacGuid) {
+  int rc = 0;
+  const std::string out = run_one("ibv_devices", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  // The node GUID is the modified EUI-64 of the port's MAC.
+  std::string addr;
+  {
+    Child c("ip netns exec " + ns('a') + " cat /sys/class/net/rdma/address",
+            tmp_.path() + "/mac.log");
+    ASSERT_EQ(c.wait(10s), 0);
+    addr = c.output();
+  }
+  unsigned m[6];
+  ASSERT_EQ(
+      std::sscanf(addr.c_str(), "%x:%x:%x:%x:%x:%x", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5]), 6);
+  char guid[17];
+  std::snprintf(guid, sizeof(guid), "%02x%02x%02xfffe%02x%02x%02x", m[0] ^ 2, m[1], m[2], m[3],
+                m[4], m[5]);
+  EXPECT_TRUE(std::regex_search(out, std::regex(std::string(R"(uroce0\s+)") + guid))) << out;
+}
+
+TEST_F(Interop, IbvDevinfoShowsAnActiveRoceV2Port) {
+  int rc = 0;
+  const std::string out = run_one("ibv_devinfo -v", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  for (const char* want : {R"(hca_id:\s+uroce0)", R"(state:\s+PORT_ACTIVE)",
+                           R"(link_layer:\s+Ethernet)", R"(max_mtu:\s+4096)",
+                           R"(active_mtu:\s+1024)", R"(GID\[\s*0\]:\s+fe80::[0-9a-f:]+, RoCE v2)",
+                           R"(GID\[\s*1\]:\s+::ffff:10\.77\.0\.1, RoCE v2)"}) {
+    EXPECT_TRUE(std::regex_search(out, std::regex(want))) << "no " << want << " in\n" << out;
+  }
+  const std::string brief = run_one("ibv_devinfo -d uroce0", &rc);
+  ASSERT_EQ(rc, 0) << brief;
+  EXPECT_TRUE(std::regex_search(brief, std::regex(R"(state:\s+PORT_ACTIVE)"))) << brief;
+}
+
+// perftest prints one result line per size: "<bytes> <iterations> ..."
+const std::string kBwLine = R"(\n\s*\d+\s+\d+\s+[0-9.]+\s+[0-9.]*[1-9][0-9.]*\s+[0-9.]+)";
+const std::string kLatLine = R"(\n\s*\d+\s+\d+\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+)";
+const std::string kPingpong = R"(\d+ iters in [0-9.]+ seconds)";
+
+Pair perftest(const std::string& tool, const std::string& args, const std::string& expect) {
+  return {tool + " -d uroce0 " + args, tool + " -d uroce0 " + args + " {peer}", expect};
+}
+
+Pair pingpong(const std::string& tool, const std::string& args) {
+  return {tool + " -d uroce0 -g 1 " + args, tool + " -d uroce0 -g 1 " + args + " {peer}",
+          kPingpong};
+}
+
+// perftest, RC.
+TEST_F(Interop, IbWriteBw) { run(perftest("ib_write_bw", "-n 200", kBwLine)); }
+TEST_F(Interop, IbWriteLat) { run(perftest("ib_write_lat", "-n 200", kLatLine)); }
+TEST_F(Interop, IbReadBw) { run(perftest("ib_read_bw", "-n 200", kBwLine)); }
+TEST_F(Interop, IbReadLat) { run(perftest("ib_read_lat", "-n 200", kLatLine)); }
+TEST_F(Interop, IbSendBw) { run(perftest("ib_send_bw", "-n 200", kBwLine)); }
+TEST_F(Interop, IbSendLat) { run(perftest("ib_send_lat", "-n 200", kLatLine)); }
+TEST_F(Interop, IbAtomicBwFetchAdd) { run(perftest("ib_atomic_bw", "-n 500", kBwLine)); }
+TEST_F(Interop, IbAtomicBwCmpAndSwap) {
+  run(perftest("ib_atomic_bw", "-n 500 -A CMP_AND_SWAP", kBwLine));
+}
+TEST_F(Interop, IbAtomicLat) { run(perftest("ib_atomic_lat", "-n 200", kLatLine)); }
+TEST_F(Interop, IbAtomicLatCmpAndSwap) {
+  run(perftest("ib_atomic_lat", "-n 200 -A CMP_AND_SWAP", kLatLine));
+}
+
+// perftest options.
+TEST_F(Interop, IbWriteBwAllSizes) { run(perftest("ib_write_bw", "-a -n 20", kBwLine)); }
+TEST_F(Interop, IbSendLatAllSizes) { run(perftest("ib_send_lat", "-a -n 20", kLatLine)); }
+TEST_F(Interop, IbWriteBwFourQps) { run(perftest("ib_write_bw", "-q 4 -n 100", kBwLine)); }
+TEST_F(Interop, IbWriteBwBidirectional) { run(perftest("ib_write_bw", "-b -n 200", kBwLine)); }
+TEST_F(Interop, IbReadBwDurationGbits) {
+  run(perftest("ib_read_bw", "-D 2 --report_gbits", kBwLine));
+}
+TEST_F(Interop, IbSendBwEvents) { run(perftest("ib_send_bw", "-e -n 200", kBwLine)); }
+TEST_F(Interop, IbSendLatEvents) { run(perftest("ib_send_lat", "-e -n 200", kLatLine)); }
+
+// perftest, UC and UD.
+TEST_F(Interop, IbWriteBwUc) { run(perftest("ib_write_bw", "-c UC -n 200", kBwLine)); }
+TEST_F(Interop, IbSendBwUc) { run(perftest("ib_send_bw", "-c UC -n 200", kBwLine)); }
+TEST_F(Interop, IbSendLatUc) { run(perftest("ib_send_lat", "-c UC -n 200", kLatLine)); }
+TEST_F(Interop, IbSendBwUd) { run(perftest("ib_send_bw", "-c UD -n 200", kBwLine)); }
+TEST_F(Interop, IbSendLatUd) { run(perftest("ib_send_lat", "-c UD -n 200", kLatLine)); }
+
+// ibverbs-utils pingpongs: -g 1 is uroce's IPv4 GID.
+TEST_F(Interop, RcPingpong) { run(pingpong("ibv_rc_pingpong", "")); }
+TEST_F(Interop, RcPingpongValidateLarge) { run(pingpong("ibv_rc_pingpong", "-c -s 65536 -n 200")); }
+TEST_F(Interop, RcPingpongEvents) { run(pingpong("ibv_rc_pingpong", "-c -e")); }
+TEST_F(Interop, RcPingpongNewPostSend) { run(pingpong("ibv_rc_pingpong", "-c -N")); }
+TEST_F(Interop, RcPingpongSizes) { run(pingpong("ibv_rc_pingpong", "-c -s 1 -n 500")); }
+TEST_F(Interop, UcPingpong) { run(pingpong("ibv_uc_pingpong", "-c")); }
+TEST_F(Interop, UcPingpongEvents) { run(pingpong("ibv_uc_pingpong", "-c -e -s 16384")); }
+TEST_F(Interop, UdPingpong) { run(pingpong("ibv_ud_pingpong", "-c")); }
+TEST_F(Interop, UdPingpongEvents) { run(pingpong("ibv_ud_pingpong", "-c -e -s 1000")); }
+TEST_F(Interop, SrqPingpong) { run(pingpong("ibv_srq_pingpong", "-c")); }
+TEST_F(Interop, SrqPingpongEvents) { run(pingpong("ibv_srq_pingpong", "-c -e -q 4")); }
+
+}  // namespace
+}  // namespace uroce
