@@ -1,0 +1,549 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// The libibverbs API as a program built from source sees it: this test
+// links liburoce-ibverbs ahead of libibverbs and calls verbs.h only. Two
+// uroce devices in this one process, uroce0 and uroce1, face each other
+// over a veth pair in a network namespace the test creates and enters.
+// Good calls move data that arrives intact; bad calls get the errno or
+// completion status libibverbs documents, and the process carries on.
+// Needs root.
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <infiniband/verbs.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using namespace std::chrono_literals;
+
+int sh(const std::string& cmd) {
+  const int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+constexpr int kAllAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                           IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+
+// One side: a device, a PD, CQs and an RC QP, with a registered buffer
+// between two guard regions that no operation may touch.
+struct Side {
+  ibv_context* ctx = nullptr;
+  ibv_pd* pd = nullptr;
+  ibv_cq* cq = nullptr;
+  ibv_qp* qp = nullptr;
+  std::vector<std::uint8_t> memory;  // guard | buffer | guard
+  ibv_mr* mr = nullptr;
+  static constexpr std::size_t kGuard = 4096;
+  static constexpr std::size_t kSize = 1 << 16;
+  std::uint8_t* buf() { return memory.data() + kGuard; }
+
+  bool guards_intact() const {
+    for (std::size_t i = 0; i < kGuard; ++i) {
+      if (memory[i] != 0xA5 || memory[kGuard + kSize + i] != 0xA5) return false;
+    }
+    return true;
+  }
+};
+
+class VerbsApi : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ns_ = "uv" + std::to_string(getpid());
+    ASSERT_EQ(sh("ip netns add " + ns_), 0);
+    ASSERT_EQ(sh("ip -n " + ns_ + " link add v0 type veth peer name v1"), 0);
+    sh("ip netns exec " + ns_ + " sysctl -qw net.ipv6.conf.all.disable_ipv6=1");
+    ASSERT_EQ(sh("ip -n " + ns_ + " link set v0 up && ip -n " + ns_ + " link set v1 up"), 0);
+    // Enter it: the devices' threads, created later, live there too.
+    const int fd = open(("/var/run/netns/" + ns_).c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(setns(fd, CLONE_NEWNET), 0);
+    close(fd);
+    setenv("UROCE_DEVICE0_NAME", "uroce0", 1);
+    setenv("UROCE_DEVICE0_PORT", "net_af_packet0,iface=v0", 1);
+    setenv("UROCE_DEVICE0_IP", "10.88.0.1/24", 1);
+    setenv("UROCE_DEVICE1_NAME", "uroce1", 1);
+    setenv("UROCE_DEVICE1_PORT", "net_af_packet1,iface=v1", 1);
+    setenv("UROCE_DEVICE1_IP", "10.88.0.2/24", 1);
+  }
+  static void TearDownTestSuite() { sh("ip netns del " + ns_); }
+
+  void SetUp() override {
+    int n = 0;
+    ibv_device** list = ibv_get_device_list(&n);
+    ASSERT_NE(list, nullptr);
+    for (int i = 0; i < n; ++i) {
+      const std::string name = ibv_get_device_name(list[i]);
+      if (name == "uroce0") a_.ctx = ibv_open_device(list[i]);
+      if (name == "uroce1") b_.ctx = ibv_open_device(list[i]);
+    }
+    ibv_free_device_list(list);
+    ASSERT_NE(a_.ctx, nullptr);
+    ASSERT_NE(b_.ctx, nullptr);
+    for (Side* s : {&a_, &b_}) {
+      s->pd = ibv_alloc_pd(s->ctx);
+      ASSERT_NE(s->pd, nullptr);
+      s->cq = ibv_create_cq(s->ctx, 64, nullptr, nullptr, 0);
+      ASSERT_NE(s->cq, nullptr);
+      s->qp = create_qp(*s, IBV_QPT_RC);
+      ASSERT_NE(s->qp, nullptr);
+      s->memory.assign(Side::kSize + 2 * Side::kGuard, 0xA5);
+      s->mr = ibv_reg_mr(s->pd, s->buf(), Side::kSize, kAllAccess);
+      ASSERT_NE(s->mr, nullptr);
+    }
+  }
+
+  void TearDown() override {
+    for (Side* s : {&a_, &b_}) {
+      if (s->qp) {
+        EXPECT_EQ(ibv_destroy_qp(s->qp), 0);
+      }
+      if (s->mr) {
+        EXPECT_EQ(ibv_dereg_mr(s->mr), 0);
+      }
+      if (s->cq) {
+        EXPECT_EQ(ibv_destroy_cq(s->cq), 0);
+      }
+      if (s->pd) {
+        EXPECT_EQ(ibv_dealloc_pd(s->pd), 0);
+      }
+      if (s->ctx) {
+        EXPECT_EQ(ibv_close_device(s->ctx), 0);
+      }
+    }
+  }
+
+  static ibv_qp* create_qp(Side& s, ibv_qp_type type) {
+    ibv_qp_init_attr init{};
+    init.send_cq = s.cq;
+    init.recv_cq = s.cq;
+    init.qp_type = type;
+    init.cap.max_send_wr = 16;
+    init.cap.max_recv_wr = 16;
+    init.cap.max_send_sge = 2;
+    init.cap.max_recv_sge = 2;
+    init.cap.max_inline_data = 64;
+    return ibv_create_qp(s.pd, &init);
+  }
+
+  static int to_init(ibv_qp* qp, int access = kAllAccess) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    a.qp_access_flags = static_cast<unsigned>(access);
+    return ibv_modify_qp(qp, &a,
+                         IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+  }
+
+  static ibv_qp_attr rtr_attr(Side& peer, std::uint8_t peer_ip_last) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = IBV_MTU_1024;
+    a.dest_qp_num = peer.qp->qp_num;
+    a.rq_psn = 0x1234;
+    a.max_dest_rd_atomic = 4;
+    a.min_rnr_timer = 12;
+    a.ah_attr.is_global = 1;
+    a.ah_attr.port_num = 1;
+    a.ah_attr.grh.sgid_index = 1;
+    a.ah_attr.grh.hop_limit = 64;
+    // An IPv4-mapped GID: ::ffff:10.88.0.x
+    a.ah_attr.grh.dgid.raw[10] = 0xFF;
+    a.ah_attr.grh.dgid.raw[11] = 0xFF;
+    a.ah_attr.grh.dgid.raw[12] = 10;
+    a.ah_attr.grh.dgid.raw[13] = 88;
+    a.ah_attr.grh.dgid.raw[15] = peer_ip_last;
+    return a;
+  }
+  static constexpr int kRtrMask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                                  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+
+  static int to_rts(ibv_qp* qp) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_RTS;
+    a.sq_psn = 0x1234;
+    a.timeout = 14;
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;
+    a.max_rd_atomic = 4;
+    return ibv_modify_qp(qp, &a,
+                         IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                             IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+  }
+
+  void connect() {
+    ASSERT_EQ(to_init(a_.qp), 0);
+    ASSERT_EQ(to_init(b_.qp), 0);
+    ibv_qp_attr ra = rtr_attr(b_, 2);
+    ASSERT_EQ(ibv_modify_qp(a_.qp, &ra, kRtrMask), 0);
+    ibv_qp_attr rb = rtr_attr(a_, 1);
+    ASSERT_EQ(ibv_modify_qp(b_.qp, &rb, kRtrMask), 0);
+    ASSERT_EQ(to_rts(a_.qp), 0);
+    ASSERT_EQ(to_rts(b_.qp), 0);
+  }
+
+  // Waits for one completion on `cq`.
+  static ibv_wc wait(ibv_cq* cq) {
+    ibv_wc wc{};
+    const auto end = std::chrono::steady_clock::now() + 30s;
+    while (ibv_poll_cq(cq, 1, &wc) == 0) {
+      if (std::chrono::steady_clock::now() > end) {
+        ADD_FAILURE() << "no completion";
+        wc.status = IBV_WC_GENERAL_ERR;
+        return wc;
+      }
+    }
+    return wc;
+  }
+
+  static int post(ibv_qp* qp, ibv_wr_opcode op, ibv_sge sge, std::uint64_t remote,
+                  std::uint32_t rkey, ibv_send_wr** bad = nullptr) {
+    ibv_send_wr wr{};
+    wr.wr_id = 7;
+    wr.opcode = op;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = remote;
+    wr.wr.rdma.rkey = rkey;
+    ibv_send_wr* ignored = nullptr;
+    return ibv_post_send(qp, &wr, bad ? bad : &ignored);
+  }
+
+  static inline std::string ns_;
+  Side a_, b_;
+};
+
+TEST_F(VerbsApi, WriteReadSendAndAtomicsArriveIntact) {
+  connect();
+  for (std::size_t i = 0; i < 4096; ++i) a_.buf()[i] = static_cast<std::uint8_t>(i * 7 + 1);
+  const auto b_addr = reinterpret_cast<std::uint64_t>(b_.buf());
+
+  // WRITE 4 KiB into b.
+  ASSERT_EQ(
+      post(a_.qp, IBV_WR_RDMA_WRITE, {reinterpret_cast<std::uint64_t>(a_.buf()), 4096, a_.mr->lkey},
+           b_addr, b_.mr->rkey),
+      0);
+  ibv_wc wc = wait(a_.cq);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
+  EXPECT_EQ(wc.opcode, IBV_WC_RDMA_WRITE);
+  EXPECT_EQ(wc.wr_id, 7u);
+  EXPECT_EQ(std::memcmp(a_.buf(), b_.buf(), 4096), 0);
+
+  // READ it back into another part of a.
+  ASSERT_EQ(post(a_.qp, IBV_WR_RDMA_READ,
+                 {reinterpret_cast<std::uint64_t>(a_.buf() + 8192), 4096, a_.mr->lkey}, b_addr,
+                 b_.mr->rkey),
+            0);
+  wc = wait(a_.cq);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
+  EXPECT_EQ(wc.opcode, IBV_WC_RDMA_READ);
+  EXPECT_EQ(wc.byte_len, 4096u);
+  EXPECT_EQ(std::memcmp(a_.buf(), a_.buf() + 8192, 4096), 0);
+
+  // SEND with immediate into a posted receive.
+  ibv_sge rs{reinterpret_cast<std::uint64_t>(b_.buf() + 16384), 1000, b_.mr->lkey};
+  ibv_recv_wr rwr{};
+  rwr.wr_id = 9;
+  rwr.sg_list = &rs;
+  rwr.num_sge = 1;
+  ibv_recv_wr* rbad = nullptr;
+  ASSERT_EQ(ibv_post_recv(b_.qp, &rwr, &rbad), 0);
+  ibv_sge ss{reinterpret_cast<std::uint64_t>(a_.buf()), 1000, a_.mr->lkey};
+  ibv_send_wr swr{};
+  swr.wr_id = 8;
+  swr.opcode = IBV_WR_SEND_WITH_IMM;
+  swr.imm_data = htonl(0xC0FFEE);
+  swr.sg_list = &ss;
+  swr.num_sge = 1;
+  swr.send_flags = IBV_SEND_SIGNALED;
+  ibv_send_wr* sbad = nullptr;
+  ASSERT_EQ(ibv_post_send(a_.qp, &swr, &sbad), 0);
+  wc = wait(a_.cq);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wc.opcode, IBV_WC_SEND);
+  wc = wait(b_.cq);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wc.opcode, IBV_WC_RECV);
+  EXPECT_EQ(wc.wr_id, 9u);
+  EXPECT_EQ(wc.byte_len, 1000u);
+  EXPECT_TRUE(wc.wc_flags & IBV_WC_WITH_IMM);
+  EXPECT_EQ(ntohl(wc.imm_data), 0xC0FFEEu);
+  EXPECT_EQ(wc.qp_num, b_.qp->qp_num);
+  EXPECT_EQ(std::memcmp(a_.buf(), b_.buf() + 16384, 1000), 0);
+
+  // FETCH_AND_ADD then CMP_AND_SWAP on an 8-byte word of b.
+  std::uint64_t word = 40;
+  std::memcpy(b_.buf() + 32768, &word, 8);
+  ibv_sge as{reinterpret_cast<std::uint64_t>(a_.buf() + 40000), 8, a_.mr->lkey};
+  ibv_send_wr awr{};
+  awr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+  awr.sg_list = &as;
+  awr.num_sge = 1;
+  awr.send_flags = IBV_SEND_SIGNALED;
+  awr.wr.atomic.remote_addr = b_addr + 32768;
+  awr.wr.atomic.rkey = b_.mr->rkey;
+  awr.wr.atomic.compare_add = 2;
+  ASSERT_EQ(ibv_post_send(a_.qp, &awr, &sbad), 0);
+  wc = wait(a_.cq);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wc.opcode, IBV_WC_FETCH_ADD);
+  std::uint64_t found;
+  std::memcpy(&found, a_.buf() + 40000, 8);
+  EXPECT_EQ(found, 40u);
+  awr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+  awr.wr.atomic.compare_add = 42;
+  awr.wr.atomic.swap = 1000;
+  ASSERT_EQ(ibv_post_send(a_.qp, &awr, &sbad), 0);
+  wc = wait(a_.cq);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wc.opcode, IBV_WC_COMP_SWAP);
+  std::memcpy(&found, b_.buf() + 32768, 8);
+  EXPECT_EQ(found, 1000u);
+  EXPECT_TRUE(a_.guards_intact());
+  EXPECT_TRUE(b_.guards_intact());
+}
+
+TEST_F(VerbsApi, ModifyQpRefusesBadMasksAndAttributes) {
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_RTR;
+  EXPECT_EQ(ibv_modify_qp(a_.qp, &a, IBV_QP_STATE), EINVAL) << "RESET -> RTR";
+  a.qp_state = IBV_QPS_INIT;
+  a.port_num = 1;
+  EXPECT_EQ(ibv_modify_qp(a_.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT), EINVAL)
+      << "RC INIT needs access flags";
+  EXPECT_EQ(ibv_modify_qp(
+                a_.qp, &a,
+                IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS | IBV_QP_QKEY),
+            EINVAL)
+      << "an RC QP has no Q_Key";
+  a.port_num = 2;
+  EXPECT_EQ(ibv_modify_qp(a_.qp, &a,
+                          IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+            EINVAL)
+      << "uroce devices have one port";
+  ASSERT_EQ(to_init(a_.qp), 0);
+  ibv_qp_attr r = rtr_attr(b_, 2);
+  EXPECT_EQ(ibv_modify_qp(a_.qp, &r, kRtrMask & ~IBV_QP_MIN_RNR_TIMER), EINVAL);
+  r.ah_attr.is_global = 0;
+  EXPECT_EQ(ibv_modify_qp(a_.qp, &r, kRtrMask), EINVAL) << "RoCE needs a GRH";
+  r = rtr_attr(b_, 2);
+  r.ah_attr.grh.sgid_index = 9;
+  EXPECT_EQ(ibv_modify_qp(a_.qp, &r, kRtrMask), EINVAL) << "no such GID";
+  r = rtr_attr(b_, 2);
+  r.timeout = 40;
+  EXPECT_EQ(ibv_modify_qp(a_.qp, &r, kRtrMask | IBV_QP_CAP), EINVAL) << "no resizing";
+  ibv_qp_attr got{};
+  ibv_qp_init_attr init{};
+  ASSERT_EQ(ibv_query_qp(a_.qp, &got, IBV_QP_STATE, &init), 0);
+  EXPECT_EQ(got.qp_state, IBV_QPS_INIT) << "failed calls change nothing";
+  EXPECT_EQ(a_.qp->state, IBV_QPS_INIT);
+  EXPECT_EQ(init.cap.max_inline_data, 64u);
+}
+
+TEST_F(VerbsApi, PostingOutsideRtsOrBeyondTheQueueFails) {
+  ibv_sge sge{reinterpret_cast<std::uint64_t>(a_.buf()), 8, a_.mr->lkey};
+  ibv_send_wr* bad = nullptr;
+  EXPECT_EQ(post(a_.qp, IBV_WR_SEND, sge, 0, 0, &bad), EINVAL) << "a QP in RESET";
+  EXPECT_NE(bad, nullptr) << "bad_wr names the WR";
+  connect();
+  ibv_send_wr wr{};
+  std::array<ibv_sge, 3> sges{sge, sge, sge};
+  wr.opcode = IBV_WR_SEND;
+  wr.sg_list = sges.data();
+  wr.num_sge = 3;
+  EXPECT_EQ(ibv_post_send(a_.qp, &wr, &bad), EINVAL) << "more SGEs than max_send_sge";
+  std::vector<std::uint8_t> big(65);
+  ibv_sge inl{reinterpret_cast<std::uint64_t>(big.data()), 65, 0};
+  wr.sg_list = &inl;
+  wr.num_sge = 1;
+  wr.send_flags = IBV_SEND_INLINE;
+  EXPECT_EQ(ibv_post_send(a_.qp, &wr, &bad), EINVAL) << "inline beyond max_inline_data";
+  wr.opcode = static_cast<ibv_wr_opcode>(99);
+  wr.send_flags = 0;
+  EXPECT_EQ(ibv_post_send(a_.qp, &wr, &bad), EINVAL) << "no such opcode";
+  // The receive queue takes 16; the 17th finds it full.
+  ibv_sge rs{reinterpret_cast<std::uint64_t>(b_.buf()), 64, b_.mr->lkey};
+  ibv_recv_wr rwr{};
+  rwr.sg_list = &rs;
+  rwr.num_sge = 1;
+  ibv_recv_wr* rbad = nullptr;
+  int rc = 0;
+  for (int i = 0; i < 17 && rc == 0; ++i) rc = ibv_post_recv(b_.qp, &rwr, &rbad);
+  EXPECT_EQ(rc, ENOMEM);
+}
+
+TEST_F(VerbsApi, BadKeysCompleteInErrorAndTouchNothing) {
+  connect();
+  const auto b_addr = reinterpret_cast<std::uint64_t>(b_.buf());
+  std::memset(a_.buf(), 0x11, 4096);
+  // A remote key that is not b's.
+  ASSERT_EQ(
+      post(a_.qp, IBV_WR_RDMA_WRITE, {reinterpret_cast<std::uint64_t>(a_.buf()), 4096, a_.mr->lkey},
+           b_addr, b_.mr->rkey ^ 0x5A),
+      0);
+  ibv_wc wc = wait(a_.cq);
+  EXPECT_EQ(wc.status, IBV_WC_REM_ACCESS_ERR) << ibv_wc_status_str(wc.status);
+  EXPECT_TRUE(b_.guards_intact());
+  EXPECT_EQ(b_.buf()[0], 0xA5) << "nothing written";
+  // The QP is in the error state now: the next WR flushes.
+  ASSERT_EQ(post(a_.qp, IBV_WR_RDMA_WRITE,
+                 {reinterpret_cast<std::uint64_t>(a_.buf()), 8, a_.mr->lkey}, b_addr, b_.mr->rkey),
+            0);
+  wc = wait(a_.cq);
+  EXPECT_EQ(wc.status, IBV_WC_WR_FLUSH_ERR);
+}
+
+TEST_F(VerbsApi, WritingPastTheRegionIsRefusedAtTheResponder) {
+  connect();
+  const auto b_end = reinterpret_cast<std::uint64_t>(b_.buf()) + Side::kSize;
+  ASSERT_EQ(
+      post(a_.qp, IBV_WR_RDMA_WRITE, {reinterpret_cast<std::uint64_t>(a_.buf()), 2048, a_.mr->lkey},
+           b_end - 1024, b_.mr->rkey),
+      0);
+  ibv_wc wc = wait(a_.cq);
+  EXPECT_EQ(wc.status, IBV_WC_REM_ACCESS_ERR) << ibv_wc_status_str(wc.status);
+  EXPECT_TRUE(b_.guards_intact());
+}
+
+TEST_F(VerbsApi, ABadLocalKeyIsALocalProtectionError) {
+  connect();
+  ASSERT_EQ(post(a_.qp, IBV_WR_RDMA_WRITE,
+                 {reinterpret_cast<std::uint64_t>(a_.buf()), 64, a_.mr->lkey + 1},
+                 reinterpret_cast<std::uint64_t>(b_.buf()), b_.mr->rkey),
+            0);
+  ibv_wc wc = wait(a_.cq);
+  EXPECT_EQ(wc.status, IBV_WC_LOC_PROT_ERR) << ibv_wc_status_str(wc.status);
+}
+
+TEST_F(VerbsApi, RemoteWriteNeedsTheRegionsPermission) {
+  ibv_mr* ro = ibv_reg_mr(b_.pd, b_.buf() + 4096, 4096, IBV_ACCESS_REMOTE_READ);
+  ASSERT_NE(ro, nullptr);
+  connect();
+  ASSERT_EQ(
+      post(a_.qp, IBV_WR_RDMA_WRITE, {reinterpret_cast<std::uint64_t>(a_.buf()), 64, a_.mr->lkey},
+           reinterpret_cast<std::uint64_t>(b_.buf() + 4096), ro->rkey),
+      0);
+  ibv_wc wc = wait(a_.cq);
+  EXPECT_EQ(wc.status, IBV_WC_REM_ACCESS_ERR) << ibv_wc_status_str(wc.status);
+  EXPECT_EQ(ibv_dereg_mr(ro), 0);
+}
+
+TEST_F(VerbsApi, ObjectsInUseCannotBeDestroyed) {
+  EXPECT_EQ(ibv_destroy_cq(a_.cq), EBUSY) << "a QP completes into it";
+  EXPECT_EQ(ibv_dealloc_pd(a_.pd), EBUSY) << "a QP and an MR use it";
+  ibv_comp_channel* ch = ibv_create_comp_channel(a_.ctx);
+  ASSERT_NE(ch, nullptr);
+  ibv_cq* cq = ibv_create_cq(a_.ctx, 8, nullptr, ch, 0);
+  ASSERT_NE(cq, nullptr);
+  EXPECT_EQ(ibv_destroy_comp_channel(ch), EBUSY) << "a CQ reports to it";
+  ibv_srq_init_attr sa{};
+  sa.attr.max_wr = 8;
+  sa.attr.max_sge = 1;
+  ibv_srq* srq = ibv_create_srq(a_.pd, &sa);
+  ASSERT_NE(srq, nullptr);
+  ibv_qp_init_attr init{};
+  init.send_cq = cq;
+  init.recv_cq = cq;
+  init.srq = srq;
+  init.qp_type = IBV_QPT_RC;
+  init.cap.max_send_wr = 1;
+  init.cap.max_send_sge = 1;
+  ibv_qp* qp = ibv_create_qp(a_.pd, &init);
+  ASSERT_NE(qp, nullptr);
+  EXPECT_EQ(ibv_destroy_srq(srq), EBUSY) << "a QP receives from it";
+  EXPECT_EQ(ibv_destroy_qp(qp), 0);
+  EXPECT_EQ(ibv_destroy_srq(srq), 0);
+  EXPECT_EQ(ibv_destroy_cq(cq), 0);
+  EXPECT_EQ(ibv_destroy_comp_channel(ch), 0);
+}
+
+TEST_F(VerbsApi, CreationChecksItsArguments) {
+  ibv_device_attr dev{};
+  ASSERT_EQ(ibv_query_device(a_.ctx, &dev), 0);
+  ibv_qp_init_attr init{};
+  init.send_cq = a_.cq;
+  init.recv_cq = a_.cq;
+  init.qp_type = IBV_QPT_RC;
+  init.cap.max_send_wr = static_cast<std::uint32_t>(dev.max_qp_wr) + 1;
+  errno = 0;
+  EXPECT_EQ(ibv_create_qp(a_.pd, &init), nullptr);
+  EXPECT_EQ(errno, EINVAL) << "deeper than max_qp_wr";
+  init.cap.max_send_wr = 1;
+  init.cap.max_send_sge = static_cast<std::uint32_t>(dev.max_sge) + 1;
+  EXPECT_EQ(ibv_create_qp(a_.pd, &init), nullptr);
+  EXPECT_EQ(errno, EINVAL) << "more SGEs than max_sge";
+  init.cap.max_send_sge = 1;
+  init.qp_type = IBV_QPT_RAW_PACKET;
+  EXPECT_EQ(ibv_create_qp(a_.pd, &init), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP) << "no raw packet QPs";
+  EXPECT_EQ(ibv_create_cq(a_.ctx, 0, nullptr, nullptr, 0), nullptr);
+  EXPECT_EQ(errno, EINVAL) << "a CQ needs an entry";
+  EXPECT_EQ(ibv_reg_mr(a_.pd, a_.buf(), 64, IBV_ACCESS_REMOTE_WRITE), nullptr);
+  EXPECT_EQ(errno, EINVAL) << "remote write needs local write (IBA 10.6.3.1)";
+  ibv_port_attr port{};
+  EXPECT_EQ(ibv_query_port(a_.ctx, 2, &port), EINVAL);
+  ibv_gid gid{};
+  EXPECT_EQ(ibv_query_gid(a_.ctx, 1, 1, &gid), 0);
+  EXPECT_EQ(gid.raw[12], 10);
+  EXPECT_EQ(gid.raw[15], 1);
+}
+
+TEST_F(VerbsApi, CompletionChannelDeliversTheArmedCq) {
+  ibv_comp_channel* ch = ibv_create_comp_channel(b_.ctx);
+  ASSERT_NE(ch, nullptr);
+  int cookie = 0;
+  ibv_cq* rcq = ibv_create_cq(b_.ctx, 8, &cookie, ch, 0);
+  ASSERT_NE(rcq, nullptr);
+  ibv_qp_init_attr init{};
+  init.send_cq = b_.cq;
+  init.recv_cq = rcq;
+  init.qp_type = IBV_QPT_RC;
+  init.cap.max_send_wr = 4;
+  init.cap.max_recv_wr = 4;
+  init.cap.max_send_sge = 1;
+  init.cap.max_recv_sge = 1;
+  ASSERT_EQ(ibv_destroy_qp(b_.qp), 0);
+  b_.qp = ibv_create_qp(b_.pd, &init);
+  ASSERT_NE(b_.qp, nullptr);
+  connect();
+  ibv_sge rs{reinterpret_cast<std::uint64_t>(b_.buf()), 64, b_.mr->lkey};
+  ibv_recv_wr rwr{};
+  rwr.sg_list = &rs;
+  rwr.num_sge = 1;
+  ibv_recv_wr* rbad = nullptr;
+  ASSERT_EQ(ibv_post_recv(b_.qp, &rwr, &rbad), 0);
+  ASSERT_EQ(ibv_req_notify_cq(rcq, 0), 0);
+  ASSERT_EQ(
+      post(a_.qp, IBV_WR_SEND, {reinterpret_cast<std::uint64_t>(a_.buf()), 64, a_.mr->lkey}, 0, 0),
+      0);
+  pollfd pfd{ch->fd, POLLIN, 0};
+  ASSERT_EQ(poll(&pfd, 1, 10000), 1) << "the channel's descriptor becomes readable";
+  ibv_cq* got = nullptr;
+  void* ctx = nullptr;
+  ASSERT_EQ(ibv_get_cq_event(ch, &got, &ctx), 0);
+  EXPECT_EQ(got, rcq);
+  EXPECT_EQ(ctx, &cookie);
+  ibv_ack_cq_events(got, 1);
+  ibv_wc wc{};
+  EXPECT_EQ(ibv_poll_cq(rcq, 1, &wc), 1);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wc.opcode, IBV_WC_RECV);
+  EXPECT_EQ(ibv_destroy_qp(b_.qp), 0);
+  b_.qp = nullptr;
+  EXPECT_EQ(ibv_destroy_cq(rcq), 0);
+  EXPECT_EQ(ibv_destroy_comp_channel(ch), 0);
+}
+
+}  // namespace
