@@ -1,14 +1,44 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The main job, on a machine with no RDMA hardware: two hosts (network
-# namespaces joined by a veth pair, and two processes on shared memory)
-# move data with RoCEv2 through uroce, beside kernel TCP on the same link.
-# Installs what it needs, builds, runs, prints throughput and latency.
-# Until the libibverbs binding lands, the two ends are uroce's own
-# two-host benchmark; then this runs Debian's unmodified ib_write_bw.
+# namespaces) run Debian's unmodified ib_write_bw and ib_send_lat against
+# each other over uroce, RoCEv2 on a veth pair that uroce drives through
+# DPDK's net_af_packet. Installs what it needs, builds, runs, prints the
+# results and removes the namespaces. No hugepages needed.
 # Run as root: sudo scripts/demo.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cmake -S . -B build -G Ninja >/dev/null
-cmake --build build -j "$(nproc)" --target two_host_bench
-bash bench/two_host.sh build
+cmake --build build -j "$(nproc)" --target uroce-run uroce-ibverbs
+
+prefix=uroce-demo-
+run="$PWD/build/bin/uroce-run"
+trap 'scripts/testbed.sh down $prefix' EXIT
+scripts/testbed.sh up "$prefix"
+
+# host a is 10.77.0.1 to uroce (192.168.77.1 to the kernel), b is .2
+over_uroce() {  # HOST PROGRAM ARGS...
+  local host=$1 n
+  shift
+  [[ $host == a ]] && n=1 || n=2
+  ip netns exec "$prefix$host" "$run" --port net_af_packet0,iface=rdma \
+    --ip "10.77.0.$n/24" -- "$@"
+}
+
+pair() {  # PROGRAM ARGS... : server on b, client on a
+  echo
+  echo "### $*   (uroce0 on host a -> uroce0 on host b)"
+  over_uroce b "$@" >/tmp/uroce-demo-server.log 2>&1 &
+  local server=$!
+  for _ in $(seq 100); do
+    ip netns exec "${prefix}b" ss -Hltn 'sport = :18515' | grep -q LISTEN && break
+    sleep 0.1
+  done
+  over_uroce a "$@" 192.168.77.2
+  wait "$server"
+}
+
+over_uroce a ibv_devinfo -d uroce0
+pair ib_write_bw -d uroce0 -s 65536 -n 5000 --report_gbits
+pair ib_send_lat -d uroce0 -s 2 -n 10000

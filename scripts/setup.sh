@@ -12,6 +12,8 @@ export DEBIAN_FRONTEND=noninteractive
 
 # tshark asks whether non-root users may capture; answer before it asks.
 echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+# iperf3 offers to run as a daemon: the benchmarks start their own.
+echo "iperf3 iperf3/start_daemon boolean false" | debconf-set-selections
 
 packages=(
   # build
@@ -21,7 +23,9 @@ packages=(
   # the verbs surface and the unmodified programs that must run over it
   libibverbs-dev ibverbs-utils perftest
   # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev tshark iproute2 procps
+  libgtest-dev libgmock-dev libbenchmark-dev tshark iproute2 procps ethtool
+  # what users would use instead, for the side-by-side benchmarks
+  iperf3 sockperf
 )
 
 apt-get update -q

@@ -36,11 +36,10 @@ up() {
     ip -n "$ns" link set lo up
     ip -n "$ns" link set ctl up
     ip -n "$ns" addr add "192.168.77.$n/24" dev ctl
-    # The RDMA link belongs to uroce: no kernel address, no IPv6 chatter
-    # (router solicitations) on it, and checksums computed in software.
+    # The RDMA link belongs to uroce: no kernel address and no IPv6
+    # chatter (router solicitations) on it.
     ip netns exec "$ns" sysctl -qw net.ipv6.conf.rdma.disable_ipv6=1
     ip -n "$ns" link set rdma mtu "$mtu" up
-    ip netns exec "$ns" ethtool -K rdma tx off rx off >/dev/null 2>&1 || true
     n=$((n + 1))
   done
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <fstream>
 #include <mutex>
 #include <numeric>
 #include <thread>
@@ -71,13 +72,36 @@ std::vector<std::string> eal_arguments(const EalOptions& opts) {
   return a;
 }
 
+std::uint32_t af_packet_link_mtu(const std::string& vdev) {
+  if (vdev.rfind("net_af_packet", 0) != 0) return 0;
+  const auto at = vdev.find("iface=");
+  if (at == std::string::npos) return 0;
+  const auto end = vdev.find(',', at);
+  const std::string iface = vdev.substr(at + 6, end == std::string::npos ? end : end - at - 6);
+  if (iface.empty() || iface.find('/') != std::string::npos) return 0;
+  std::ifstream f("/sys/class/net/" + iface + "/mtu");
+  std::uint32_t mtu = 0;
+  return (f >> mtu) ? mtu : 0;
+}
+
 std::string with_vdev_defaults(const std::string& vdev) {
-  // net_af_packet's default ring of 256 frames overflows under a burst of
-  // RDMA traffic, and for UC and UD a dropped packet is a lost message:
-  // give it 4096 frames (8 MiB) unless the device string sets a size.
-  if (vdev.rfind("net_af_packet", 0) == 0 && vdev.find("framecnt=") == std::string::npos)
-    return vdev + ",framecnt=4096";
-  return vdev;
+  if (vdev.rfind("net_af_packet", 0) != 0) return vdev;
+  std::string out = vdev;
+  // The default ring of 256 frames overflows under a burst of RDMA
+  // traffic, and for UC and UD a dropped packet is a lost message.
+  if (vdev.find("framecnt=") == std::string::npos) out += ",framecnt=4096";
+  // Frames must hold the link's largest frame and its TPACKET header, and
+  // a block must hold whole frames (the PMD sizes the ring as framecnt *
+  // framesz / blocksz blocks): framesz in kilobytes, blocksz the least
+  // multiple of both it and the page.
+  const std::uint32_t mtu = af_packet_link_mtu(vdev);
+  if (mtu > 1500 && vdev.find("framesz=") == std::string::npos &&
+      vdev.find("blocksz=") == std::string::npos) {
+    const std::uint32_t framesz = (mtu + 18 + 64 + 1023) / 1024 * 1024;
+    const std::uint32_t blocksz = std::lcm(framesz, 4096u);
+    out += ",framesz=" + std::to_string(framesz) + ",blocksz=" + std::to_string(blocksz);
+  }
+  return out;
 }
 
 std::string eal_init(const EalOptions& opts) {

@@ -6,6 +6,7 @@
 // other people's programs, so it calls it from a thread of its own and the
 // program's threads keep their CPU affinity.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -34,8 +35,14 @@ std::vector<std::string> eal_arguments(const EalOptions& opts);
 /// True for a PCI address such as 0000:03:00.0 or 03:00.0.
 bool is_pci_address(const std::string& device);
 
-/// A vdev string with uroce's defaults added for options it leaves unset
-/// (net_af_packet: a 4096-frame ring).
+/// A vdev string with uroce's defaults added for options it leaves unset:
+/// for net_af_packet, a 4096-frame ring, and on a jumbo-frame link frames
+/// and blocks that hold its largest frame.
 std::string with_vdev_defaults(const std::string& vdev);
+
+/// The MTU of the kernel interface a net_af_packet vdev string names
+/// (iface=), or 0 when it names none or it cannot be read. net_af_packet
+/// itself reports 1500 whatever the interface's MTU.
+std::uint32_t af_packet_link_mtu(const std::string& vdev);
 
 }  // namespace uroce::dpdk

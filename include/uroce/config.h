@@ -29,6 +29,9 @@ struct DeviceConfig {
   bool hugepages = false;    ///< hugepage-backed memory (net_memif needs it)
   std::uint8_t dscp = 26;    ///< DSCP of RoCE traffic
   std::uint8_t pcp = 3;      ///< 802.1p priority of RoCE traffic
+  /// How long opening waits for the link to come up (a memif port is down
+  /// until its peer connects); 0 does not wait.
+  std::uint32_t link_wait_ms = 10000;
 };
 
 /// Seeded impairments at the port: a test feature.

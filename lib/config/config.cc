@@ -231,7 +231,7 @@ Config build(const toml::table& root, const Reader& r) {
       const std::string path = "device[" + std::to_string(i) + "].";
       const toml::table* t = devs->get(i)->as_table();
       if (!t) fail(r.where("device[" + std::to_string(i) + "]"), "must be a table");
-      r.only(*t, path, {"name", "port", "ip", "mtu", "hugepages", "dscp", "pcp"});
+      r.only(*t, path, {"name", "port", "ip", "mtu", "hugepages", "dscp", "pcp", "link_wait_ms"});
       DeviceConfig dev;
       dev.name = r.string(*t, path, "name").value_or("uroce" + std::to_string(i));
       const auto port = r.string(*t, path, "port");
@@ -245,6 +245,7 @@ Config build(const toml::table& root, const Reader& r) {
       dev.hugepages = r.boolean(*t, path, "hugepages", false);
       dev.dscp = r.number<std::uint8_t>(*t, path, "dscp", 26, 0, 63);
       dev.pcp = r.number<std::uint8_t>(*t, path, "pcp", 3, 0, 7);
+      dev.link_wait_ms = r.number<std::uint32_t>(*t, path, "link_wait_ms", 10000, 0, 600000);
       for (const DeviceConfig& other : c.devices) {
         if (other.name == dev.name) fail(r.where(path + "name"), "'" + dev.name + "' is taken");
       }

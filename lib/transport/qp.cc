@@ -67,6 +67,7 @@ Qp::Qp(const QpInit& init)
       sq_sig_all_(init.sq_sig_all),
       max_send_sge_(std::min(init.max_send_sge, kMaxSge)),
       max_inline_(std::min(init.max_inline_data, kMaxInlineData)),
+      port_mtu_(init.port_mtu),
       send_cq_(init.send_cq),
       recv_cq_(init.recv_cq),
       rq_(init.srq ? init.srq : &own_rq_),

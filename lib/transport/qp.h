@@ -89,6 +89,9 @@ struct QpInit {
   std::uint32_t max_recv_sge = 1;
   bool sq_sig_all = false;
   MemoryAccess* memory = nullptr;
+  /// UD: the largest message (IBA C10-93.1.1), the port's active MTU;
+  /// UD has no path MTU attribute of its own.
+  wire::Mtu port_mtu = wire::Mtu::k1024;
   TxGate* gate = nullptr;                    ///< optional
   CongestionObserver* congestion = nullptr;  ///< optional
 };
@@ -196,7 +199,9 @@ class Qp {
   void flush();
   SendWqe& sq_at(std::uint64_t index) { return sq_[index % sq_.size()]; }
   std::uint64_t sq_tail() const { return sq_tail_.load(std::memory_order_acquire); }
-  std::uint32_t mtu() const { return wire::mtu_bytes(attr_.path_mtu); }
+  std::uint32_t mtu() const {
+    return wire::mtu_bytes(type_ == QpType::kUd ? port_mtu_ : attr_.path_mtu);
+  }
   std::uint32_t packets_of(const SendWqe& wqe) const;
 
   // requester.cc
@@ -247,6 +252,7 @@ class Qp {
   const bool sq_sig_all_;
   const std::uint32_t max_send_sge_;
   const std::uint32_t max_inline_;
+  const wire::Mtu port_mtu_;
   Cq* const send_cq_;
   Cq* const recv_cq_;
   RecvQueue* const rq_;  ///< own or shared

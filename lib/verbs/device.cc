@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
+#include <thread>
 
 #include "dpdk/eal.h"
 #include "log/log.h"
@@ -50,13 +52,19 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c, st
   std::unique_ptr<Device> d(new Device());
   d->cfg_ = dc;
   dpdk::PortOptions po;
-  po.mtu = dc.mtu;
+  po.mtu = dc.mtu != 0 ? dc.mtu : dpdk::af_packet_link_mtu(dc.port);
   d->port_ = dpdk::DpdkPort::open(dc.port, po, error);
   if (!d->port_) {
     *error = dc.name + ": " + *error;
     return nullptr;
   }
   const wire::MacAddr mac = d->port_->mac();
+  // Programs check the port once, right after opening (perftest refuses a
+  // port that is down): give a link that needs its peer (memif) time.
+  const auto link_deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(dc.link_wait_ms);
+  while (!d->port_->link_up() && std::chrono::steady_clock::now() < link_deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
 
   // GID 0: fe80::/64 with the EUI-64 of the MAC, as every RoCE NIC has.
   wire::IpAddr ll;

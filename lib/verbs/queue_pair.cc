@@ -45,6 +45,7 @@ int QueuePair::create(Device& dev, PdId pd, const QpCaps& caps, transport::Cq* s
   init.max_recv_sge = std::max(granted.max_recv_sge, 1u);
   init.sq_sig_all = caps.sq_sig_all;
   init.memory = &q->memory_;
+  init.port_mtu = dev.port_attr().active_mtu;
   q->qp_ = std::make_unique<transport::Qp>(init);
   dev.engine().attach(*q->qp_);
   *out = std::move(q);

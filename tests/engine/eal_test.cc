@@ -41,6 +41,12 @@ TEST(Eal, ArgumentsKeepTheProgramUnpinnedAndPrivate) {
             "net_af_packet1,iface=x,framecnt=512")
       << "a ring size the user gave stays";
   EXPECT_EQ(with_vdev_defaults("net_ring0"), "net_ring0");
+  // On a link with large frames (lo: 65536), frames hold the largest
+  // frame and blocks hold whole frames.
+  EXPECT_EQ(af_packet_link_mtu("net_af_packet0,iface=lo"), 65536u);
+  EXPECT_EQ(with_vdev_defaults("net_af_packet0,iface=lo"),
+            "net_af_packet0,iface=lo,framecnt=4096,framesz=66560,blocksz=266240");
+  EXPECT_EQ(af_packet_link_mtu("net_af_packet0,iface=no-such-link"), 0u);
 
   o.devices = {"0000:03:00.0"};
   o.hugepages = true;

@@ -98,7 +98,9 @@ class Interop : public ::testing::Test {
  protected:
   void SetUp() override {
     prefix_ = "ui" + std::to_string(getpid()) + "-";
-    ASSERT_EQ(sh(std::string(UROCE_SCRIPTS_DIR) + "/testbed.sh up " + prefix_), 0)
+    ASSERT_EQ(sh("TESTBED_MTU=" + std::to_string(link_mtu_) + " " + std::string(UROCE_SCRIPTS_DIR) +
+                 "/testbed.sh up " + prefix_),
+              0)
         << "cannot build the testbed";
   }
   void TearDown() override { sh(std::string(UROCE_SCRIPTS_DIR) + "/testbed.sh down " + prefix_); }
@@ -203,6 +205,14 @@ class Interop : public ::testing::Test {
 
   std::string prefix_;
   test::TempDir tmp_;
+  unsigned link_mtu_ = 1500;
+};
+
+// The RDMA link with 9000-byte frames: uroce finds the link's MTU and
+// offers a path MTU of 4096.
+class InteropJumbo : public Interop {
+ protected:
+  InteropJumbo() { link_mtu_ = 9000; }
 };
 
 TEST_F(Interop, IbvDevicesListsUroce0WithItsMacGuid) {
@@ -281,6 +291,14 @@ TEST_F(Interop, IbReadBwDurationGbits) {
 }
 TEST_F(Interop, IbSendBwEvents) { run(perftest("ib_send_bw", "-e -n 200", kBwLine)); }
 TEST_F(Interop, IbSendLatEvents) { run(perftest("ib_send_lat", "-e -n 200", kLatLine)); }
+
+TEST_F(InteropJumbo, IbWriteBwUsesPathMtu4096) {
+  run(perftest("ib_write_bw", "-n 200", R"(Mtu\s*:\s*4096\[B\])"));
+}
+TEST_F(InteropJumbo, IbReadBw) { run(perftest("ib_read_bw", "-n 200", kBwLine)); }
+TEST_F(InteropJumbo, IbSendBwUd) {
+  run(perftest("ib_send_bw", "-c UD -n 200", R"(Mtu\s*:\s*4096\[B\])"));
+}
 
 // perftest, UC and UD.
 TEST_F(Interop, IbWriteBwUc) { run(perftest("ib_write_bw", "-c UC -n 200", kBwLine)); }

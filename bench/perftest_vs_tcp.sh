@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Unmodified perftest over uroce against what users would use instead,
+# side by side in one run:
+#   veth:  two namespaces (scripts/testbed.sh); ib_write_bw and ib_send_lat
+#          over uroce on net_af_packet, then iperf3 and sockperf over kernel
+#          TCP on the same veth pair (kernel addresses added for that run).
+#   memif: two processes on shared memory (net_memif, hugepages); against
+#          kernel TCP over loopback, the kernel's own shared-memory path.
+# Throughput: 64 KiB messages for DURATION seconds (ib_write_bw -D, iperf3
+# -t). Latency: median one-way (half round trip) latency of small
+# messages, perftest's t_typical against sockperf's 50th percentile
+# (sockperf's smallest message is 14 bytes; ib_send_lat sends 2).
+# Run as root after building: bench/perftest_vs_tcp.sh [BUILD_DIR] [DURATION]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build=${1:-build}
+duration=${2:-5}
+run=$(realpath "$build/bin/uroce-run")
+prefix=uroce-bench-
+work=$(mktemp -d)
+hp_before=$(cat /proc/sys/vm/nr_hugepages)
+mounted=0
+
+cleanup() {
+  scripts/testbed.sh down "$prefix"
+  pkill -f "memif-bench-$$" 2>/dev/null || true
+  ((mounted)) && umount /dev/hugepages || true
+  echo "$hp_before" >/proc/sys/vm/nr_hugepages
+  rm -rf "$work"
+}
+trap cleanup EXIT
+scripts/testbed.sh up "$prefix"
+a=${prefix}a
+b=${prefix}b
+
+wait_listen() {  # NAMESPACE PORT
+  for _ in $(seq 200); do
+    ip netns exec "$1" ss -Hltn "sport = :$2" | grep -q LISTEN && return
+    sleep 0.05
+  done
+}
+
+# perftest result columns: bw "<bytes> <iters> <peak> <average> <rate>",
+# lat "<bytes> <iters> <min> <max> <typical> ..."
+bw_of() { awk '$1 == 65536 && NF >= 5 { v = $4 } END { print v }' "$1"; }
+lat_of() { awk '$1 == 2 && NF >= 7 { v = $5 } END { print v }' "$1"; }
+
+perftest_pair() {  # OUT_PREFIX SERVER_PREFIX CLIENT_PREFIX PEER TOOL ARGS...
+  local out=$1 sp=$2 cp=$3 peer=$4 ns_s
+  shift 4
+  ns_s=$(awk '{print $4}' <<<"$sp")
+  $sp "$@" >"$out.server" 2>&1 &
+  local pid=$!
+  wait_listen "$ns_s" 18515
+  $cp "$@" "$peer" >"$out.client" 2>&1
+  wait "$pid"
+}
+
+uroce_in() {  # NAMESPACE IP PORT...
+  echo "ip netns exec $1 $run --port $3 --ip $2/24 --"
+}
+
+# --- veth: uroce over net_af_packet --------------------------------------
+perftest_pair "$work/veth-bw" "$(uroce_in "$b" 10.77.0.2 net_af_packet0,iface=rdma)" \
+  "$(uroce_in "$a" 10.77.0.1 net_af_packet0,iface=rdma)" 192.168.77.2 \
+  ib_write_bw -d uroce0 -s 65536 -D "$duration" --report_gbits
+perftest_pair "$work/veth-lat" "$(uroce_in "$b" 10.77.0.2 net_af_packet0,iface=rdma)" \
+  "$(uroce_in "$a" 10.77.0.1 net_af_packet0,iface=rdma)" 192.168.77.2 \
+  ib_send_lat -d uroce0 -s 2 -n 20000
+
+# --- veth: kernel TCP on the same pair -----------------------------------
+ip -n "$a" addr add 10.77.0.1/24 dev rdma
+ip -n "$b" addr add 10.77.0.2/24 dev rdma
+ip netns exec "$b" iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
+wait_listen "$b" 5201
+ip netns exec "$a" iperf3 -c 10.77.0.2 -p 5201 -t "$duration" -l 64K -J >"$work/veth-iperf.json"
+wait
+ip netns exec "$b" sockperf sr --tcp -i 10.77.0.2 -p 11111 >/dev/null 2>&1 &
+sp=$!
+wait_listen "$b" 11111
+ip netns exec "$a" sockperf pp --tcp -i 10.77.0.2 -p 11111 -m 14 -t "$duration" >"$work/veth-sockperf" 2>&1
+kill "$sp" 2>/dev/null; wait "$sp" 2>/dev/null || true
+ip -n "$a" addr flush dev rdma
+ip -n "$b" addr flush dev rdma
+
+# --- memif: two processes on shared memory -------------------------------
+echo $((hp_before + 600)) >/proc/sys/vm/nr_hugepages
+if ! mountpoint -q /dev/hugepages; then
+  mkdir -p /dev/hugepages && mount -t hugetlbfs nodev /dev/hugepages && mounted=1
+fi
+sock="$work/memif-bench-$$.sock"
+memif_pair() {  # OUT TOOL ARGS...
+  local out=$1
+  shift
+  ip netns exec "$a" "$run" --hugepages --ip 10.78.0.2/24 \
+    --port "net_memif0,role=server,socket=$sock,socket-abstract=no" -- "$@" >"$out.server" 2>&1 &
+  local pid=$!
+  # The server's port is down until the client's memif connects, and the
+  # server listens for perftest's TCP exchange only once it is up: start
+  # the client as soon as the socket exists, and again should it have
+  # tried TCP before the server listened.
+  for _ in $(seq 200); do [[ -S $sock ]] && break; sleep 0.05; done
+  for _ in 1 2 3 4 5; do
+    ip netns exec "$a" "$run" --hugepages --ip 10.78.0.1/24 \
+      --port "net_memif0,role=client,socket=$sock,socket-abstract=no" -- "$@" 127.0.0.1 \
+      >"$out.client" 2>&1 && break
+    grep -q "Couldn't connect" "$out.client" || break
+    sleep 0.2
+  done
+  wait "$pid"
+}
+memif_pair "$work/memif-bw" ib_write_bw -d uroce0 -s 65536 -D "$duration" --report_gbits
+memif_pair "$work/memif-lat" ib_send_lat -d uroce0 -s 2 -n 20000
+
+# --- kernel TCP over loopback ----------------------------------------------
+ip netns exec "$a" iperf3 -s -1 -p 5202 >/dev/null 2>&1 &
+wait_listen "$a" 5202
+ip netns exec "$a" iperf3 -c 127.0.0.1 -p 5202 -t "$duration" -l 64K -J >"$work/lo-iperf.json"
+wait
+ip netns exec "$a" sockperf sr --tcp -i 127.0.0.1 -p 11112 >/dev/null 2>&1 &
+sp=$!
+wait_listen "$a" 11112
+ip netns exec "$a" sockperf pp --tcp -i 127.0.0.1 -p 11112 -m 14 -t "$duration" >"$work/lo-sockperf" 2>&1
+kill "$sp" 2>/dev/null; wait "$sp" 2>/dev/null || true
+
+# --- the table ---------------------------------------------------------------
+iperf_gbps() {
+  python3 -c 'import json,sys; print("%.2f" % (json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 1e9))' "$1"
+}
+sockperf_p50() { awk '/percentile 50.000 =/ { print $NF }' "$1"; }
+ratio() { awk -v x="$1" -v y="$2" 'BEGIN { if (x == "" || y == "" || y == 0) print "-"; else printf "%.2fx", x / y }'; }
+
+vbw=$(bw_of "$work/veth-bw.client")
+vlat=$(lat_of "$work/veth-lat.client")
+mbw=$(bw_of "$work/memif-bw.client")
+mlat=$(lat_of "$work/memif-lat.client")
+tbw=$(iperf_gbps "$work/veth-iperf.json")
+tlat=$(sockperf_p50 "$work/veth-sockperf")
+lbw=$(iperf_gbps "$work/lo-iperf.json")
+llat=$(sockperf_p50 "$work/lo-sockperf")
+
+echo
+printf "%-44s %14s %18s\n" "" "64 KiB Gb/s" "median lat (us)"
+printf "%-44s %14s %18s\n" "ib_write_bw / ib_send_lat, uroce af_packet" "$vbw" "$vlat"
+printf "%-44s %14s %18s\n" "iperf3 / sockperf, kernel TCP, same veth" "$tbw" "$tlat"
+printf "%-44s %14s %18s\n" "  uroce / TCP (veth)" "$(ratio "$vbw" "$tbw")" "$(ratio "$vlat" "$tlat")"
+printf "%-44s %14s %18s\n" "ib_write_bw / ib_send_lat, uroce memif" "$mbw" "$mlat"
+printf "%-44s %14s %18s\n" "iperf3 / sockperf, kernel TCP, loopback" "$lbw" "$llat"
+printf "%-44s %14s %18s\n" "  uroce / TCP (memif vs loopback)" "$(ratio "$mbw" "$lbw")" "$(ratio "$mlat" "$llat")"
+echo "(targets: throughput >= 1.0x TCP on veth and >= 2x over memif;"
+echo " latency <= 1.0x TCP on veth and <= 0.5x over memif)"
