@@ -21,6 +21,32 @@ void post_async_event(UContext* c, const ibv_async_event& e) {
   [[maybe_unused]] const ssize_t n = write(c->vctx.context.async_fd, &one, sizeof(one));
 }
 
+void ContextEvents::cq_overflow(transport::Cq& cq) {
+  ibv_async_event e{};
+  e.element.cq = static_cast<CqRing&>(cq).owner;
+  e.event_type = IBV_EVENT_CQ_ERR;
+  post_async_event(ctx, e);
+}
+
+void ContextEvents::qp_fatal(transport::Qp& qp) {
+  ibv_async_event e{};
+  {
+    std::lock_guard lock(ctx->async_mu);
+    const auto it = ctx->qps.find(&qp);
+    if (it == ctx->qps.end()) return;  // being destroyed
+    e.element.qp = it->second;
+  }
+  e.event_type = IBV_EVENT_QP_FATAL;
+  post_async_event(ctx, e);
+}
+
+void ContextEvents::srq_limit_reached(transport::RecvQueue& srq) {
+  ibv_async_event e{};
+  e.element.srq = static_cast<SrqRing&>(srq).owner;
+  e.event_type = IBV_EVENT_SRQ_LIMIT_REACHED;
+  post_async_event(ctx, e);
+}
+
 }  // namespace uroce::ibverbs
 
 using namespace uroce::ibverbs;

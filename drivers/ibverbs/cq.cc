@@ -119,6 +119,7 @@ ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_
   auto* q = new UCq();
   q->ring = std::make_unique<CqRing>(static_cast<std::uint32_t>(cqe));
   q->ring->owner = &q->ibv;
+  q->ring->set_events(&c->events);
   q->ibv.context = context;
   q->ibv.channel = channel;
   q->ibv.cq_context = cq_context;

@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "transport/cq.h"
 #include "transport/recv_queue.h"
@@ -43,17 +44,28 @@ struct UDevice {
 const std::vector<UDevice*>& devices();
 UDevice* our_device(ibv_device* d);
 
+struct UContext;
+
+/// Turns the transport's asynchronous events on a context's objects into
+/// ibv_async_event records for ibv_get_async_event (async.cc).
+struct ContextEvents : transport::EventSink {
+  explicit ContextEvents(UContext* c) : ctx(c) {}
+  void cq_overflow(transport::Cq& cq) override;
+  void qp_fatal(transport::Qp& qp) override;
+  void srq_limit_reached(transport::RecvQueue& srq) override;
+  UContext* ctx;
+};
+
 struct UContext {
-  verbs_context vctx{};  // ibv_context is its last member
+  verbs_context vctx{};  // first: the program's ibv_context is its last member
   UDevice* udev = nullptr;
   verbs::Device* dev = nullptr;
   std::atomic<std::uint32_t> next_pd{1};
   std::mutex async_mu;
-  std::deque<ibv_async_event> async_events;  ///< one count on async_fd each
+  std::deque<ibv_async_event> async_events;               ///< one count on async_fd each
+  std::unordered_map<const transport::Qp*, ibv_qp*> qps;  ///< under async_mu
+  ContextEvents events{this};
 };
-
-/// Queues an asynchronous event for ibv_get_async_event (async.cc).
-void post_async_event(UContext* c, const ibv_async_event& e);
 
 inline UContext* to_uctx(ibv_context* c) {
   return reinterpret_cast<UContext*>(reinterpret_cast<char*>(c) - offsetof(verbs_context, context));
@@ -64,6 +76,9 @@ inline UContext* ours(ibv_context* c) {
   if (c == nullptr || our_device(c->device) == nullptr) return nullptr;
   return to_uctx(c);
 }
+
+/// Queues an asynchronous event for ibv_get_async_event (async.cc).
+void post_async_event(UContext* c, const ibv_async_event& e);
 
 struct UPd {
   ibv_pd ibv{};
@@ -96,14 +111,20 @@ struct UCq {
   UChannel* channel = nullptr;
 };
 
+/// A shared receive queue that knows the ibv_srq it belongs to (limit
+/// events hand back the queue).
+struct SrqRing : transport::RecvQueue {
+  using transport::RecvQueue::RecvQueue;
+  ibv_srq* owner = nullptr;
+};
+
 struct USrq {
   ibv_srq ibv{};
   std::atomic<std::uint32_t> users{0};  ///< objects using it: EBUSY on destroy
-  std::unique_ptr<transport::RecvQueue> rq;
+  std::unique_ptr<SrqRing> rq;
   UPd* pd = nullptr;
   std::uint32_t max_wr = 0;
   std::uint32_t max_sge = 0;
-  std::atomic<std::uint32_t> limit{0};
 };
 
 struct UQp {

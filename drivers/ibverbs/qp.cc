@@ -74,7 +74,7 @@ ibv_qp* create(ibv_context* context, const ibv_qp_init_attr_ex& a) {
   q->srq = a.srq ? to_u<USrq>(a.srq) : nullptr;
   if (int rc = verbs::QueuePair::create(*c->dev, q->pd->id, caps, q->send_cq->ring.get(),
                                         q->recv_cq->ring.get(), q->srq ? q->srq->rq.get() : nullptr,
-                                        &q->qp);
+                                        &c->events, &q->qp);
       rc != 0) {
     delete q;
     errno = rc;
@@ -99,6 +99,10 @@ ibv_qp* create(ibv_context* context, const ibv_qp_init_attr_ex& a) {
   pthread_mutex_init(&qp.mutex, nullptr);
   pthread_cond_init(&qp.cond, nullptr);
   init_qp_ex(q);
+  {
+    std::lock_guard lock(c->async_mu);
+    c->qps[&q->qp->qp()] = &qp;
+  }
   return &qp;
 }
 
@@ -355,8 +359,14 @@ int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr*
 int ibv_destroy_qp(ibv_qp* qp) {
   if (!qp || !ours(qp->context)) UROCE_FORWARD(ibv_destroy_qp, "IBVERBS_1.1", ENOSYS, qp);
   UQp* q = to_u<UQp>(qp);
-  // Detaching from the engine first: once it returns, no packet reaches
-  // the QP and nothing completes into its CQs any more.
+  {
+    // No event names it from now on...
+    UContext* c = to_uctx(qp->context);
+    std::lock_guard lock(c->async_mu);
+    c->qps.erase(&q->qp->qp());
+  }
+  // ...and once it is detached from the engine no packet reaches it and
+  // nothing completes into its CQs any more.
   q->qp.reset();
   q->pd->users.fetch_sub(1);
   q->send_cq->users.fetch_sub(1);

@@ -19,11 +19,12 @@ ibv_srq* create_srq(ibv_pd* pd, void* srq_context, const ibv_srq_attr& attr) {
     return nullptr;
   }
   auto* s = new USrq();
-  s->rq = std::make_unique<transport::RecvQueue>(attr.max_wr, attr.max_sge);
+  s->rq = std::make_unique<SrqRing>(attr.max_wr, attr.max_sge);
+  s->rq->owner = &s->ibv;
   s->pd = to_u<UPd>(pd);
   s->max_wr = attr.max_wr;
   s->max_sge = attr.max_sge;
-  s->limit = attr.srq_limit;
+  s->rq->arm_limit(attr.srq_limit, &ours(pd->context)->events);
   s->ibv.context = pd->context;
   s->ibv.srq_context = srq_context;
   s->ibv.pd = pd;
@@ -99,7 +100,7 @@ int ibv_modify_srq(ibv_srq* srq, ibv_srq_attr* srq_attr, int srq_attr_mask) {
   if (srq_attr_mask & IBV_SRQ_MAX_WR) return EOPNOTSUPP;  // the ring keeps its size
   if (srq_attr_mask & IBV_SRQ_LIMIT) {
     if (srq_attr->srq_limit > s->max_wr) return EINVAL;
-    s->limit = srq_attr->srq_limit;
+    s->rq->arm_limit(srq_attr->srq_limit, &ours(srq->context)->events);
   }
   return 0;
 }
@@ -110,7 +111,7 @@ int ibv_query_srq(ibv_srq* srq, ibv_srq_attr* srq_attr) {
   USrq* s = to_u<USrq>(srq);
   srq_attr->max_wr = s->max_wr;
   srq_attr->max_sge = s->max_sge;
-  srq_attr->srq_limit = s->limit;
+  srq_attr->srq_limit = s->rq->limit();
   return 0;
 }
 

@@ -12,7 +12,8 @@ void Cq::arm(bool solicited_only) {
 bool Cq::push(const Wc& wc, bool solicited) {
   const std::uint64_t tail = tail_.load(std::memory_order_relaxed);
   if (tail - head_.load(std::memory_order_acquire) >= ring_.size()) {
-    overflowed_.store(true, std::memory_order_relaxed);
+    if (!overflowed_.exchange(true, std::memory_order_relaxed) && events_)
+      events_->cq_overflow(*this);
     return false;
   }
   ring_[tail % ring_.size()] = wc;

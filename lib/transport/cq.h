@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "transport/events.h"
 #include "transport/types.h"
 
 namespace uroce::transport {
@@ -33,6 +34,8 @@ class Cq {
 
   /// Where armed notifications go (set once, before use).
   void set_notifier(CqNotifier* n) { notifier_ = n; }
+  /// Where an overflow is reported (set once, before use).
+  void set_events(EventSink* e) { events_ = e; }
   /// ibv_req_notify_cq: the next completion (with solicited_only, the
   /// next solicited or error completion) notifies once.
   void arm(bool solicited_only);
@@ -54,6 +57,7 @@ class Cq {
   // 0: not armed, 1: armed for any completion, 2: for solicited ones.
   std::atomic<std::uint8_t> armed_{0};
   CqNotifier* notifier_ = nullptr;
+  EventSink* events_ = nullptr;
 };
 
 }  // namespace uroce::transport

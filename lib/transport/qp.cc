@@ -73,6 +73,7 @@ Qp::Qp(const QpInit& init)
       rq_(init.srq ? init.srq : &own_rq_),
       own_rq_(init.srq ? 1 : init.max_recv_wr, std::min(init.max_recv_sge, kMaxSge)),
       memory_(init.memory),
+      events_(init.events),
       gate_(init.gate),
       congestion_(init.congestion),
       sq_(std::max<std::uint32_t>(init.max_send_wr, 1)) {}
@@ -262,9 +263,7 @@ void Qp::complete_send(const SendWqe& wqe, WcStatus status) {
   wc.opcode = wc_opcode_of(wqe.wr.opcode);
   wc.byte_len = wqe.length;
   wc.qp_num = qpn_;
-  if (!send_cq_ || !send_cq_->push(wc)) {
-    if (state() != QpState::kErr) enter_error();
-  }
+  if (!send_cq_ || !send_cq_->push(wc)) lost_completion();
 }
 
 void Qp::complete_recv(const RecvWr& wr, WcStatus status, WcOpcode opcode, std::uint32_t byte_len,
@@ -278,9 +277,15 @@ void Qp::complete_recv(const RecvWr& wr, WcStatus status, WcOpcode opcode, std::
   wc.imm_data = imm;
   wc.qp_num = qpn_;
   wc.src_qp = src_qp;
-  if (!recv_cq_ || !recv_cq_->push(wc, solicited)) {
-    if (state() != QpState::kErr) enter_error();
-  }
+  if (!recv_cq_ || !recv_cq_->push(wc, solicited)) lost_completion();
+}
+
+void Qp::lost_completion() {
+  // A completion that cannot be delivered is a catastrophic error of the
+  // QP (IBA 11.4.2.1): to the error state, and the owner hears of it.
+  if (state() == QpState::kErr) return;
+  enter_error();
+  if (events_) events_->qp_fatal(*this);
 }
 
 void Qp::enter_error() {

@@ -92,6 +92,7 @@ struct QpInit {
   /// UD: the largest message (IBA C10-93.1.1), the port's active MTU;
   /// UD has no path MTU attribute of its own.
   wire::Mtu port_mtu = wire::Mtu::k1024;
+  EventSink* events = nullptr;               ///< optional: asynchronous events
   TxGate* gate = nullptr;                    ///< optional
   CongestionObserver* congestion = nullptr;  ///< optional
 };
@@ -196,6 +197,7 @@ class Qp {
                      unsigned flags, std::uint32_t imm, std::uint32_t src_qp,
                      bool solicited = false);
   void enter_error();
+  void lost_completion();
   void flush();
   SendWqe& sq_at(std::uint64_t index) { return sq_[index % sq_.size()]; }
   std::uint64_t sq_tail() const { return sq_tail_.load(std::memory_order_acquire); }
@@ -258,6 +260,7 @@ class Qp {
   RecvQueue* const rq_;  ///< own or shared
   RecvQueue own_rq_;
   MemoryAccess* const memory_;
+  EventSink* const events_;
   TxGate* const gate_;
   CongestionObserver* const congestion_;
 

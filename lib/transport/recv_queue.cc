@@ -22,6 +22,13 @@ bool RecvQueue::take(RecvWr& out) {
   if (head == tail_.load(std::memory_order_acquire)) return false;
   out = ring_[head % ring_.size()];
   head_.store(head + 1, std::memory_order_release);
+  // The SRQ limit event (IBA 11.5.2.2 / 10.2.9.6): fewer WRs left than the
+  // limit, reported once, then disarmed.
+  if (const std::uint32_t limit = limit_.load(std::memory_order_relaxed);
+      limit != 0 && tail_.load(std::memory_order_acquire) - (head + 1) < limit &&
+      limit_.exchange(0, std::memory_order_acq_rel) != 0 && events_) {
+    events_->srq_limit_reached(*this);
+  }
   return true;
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "transport/events.h"
 #include "transport/types.h"
 
 namespace uroce::transport {
@@ -28,6 +29,14 @@ class RecvQueue {
     return head_.load(std::memory_order_relaxed) == tail_.load(std::memory_order_acquire);
   }
 
+  /// Arms the SRQ limit (ibv_modify_srq IBV_SRQ_LIMIT): once fewer than
+  /// `limit` WRs remain, `events` hears of it, once. 0 disarms.
+  void arm_limit(std::uint32_t limit, EventSink* events) {
+    events_ = events;
+    limit_.store(limit, std::memory_order_release);
+  }
+  std::uint32_t limit() const { return limit_.load(std::memory_order_acquire); }
+
   std::uint32_t max_sge() const { return max_sge_; }
   std::size_t capacity_bytes() const { return ring_.capacity() * sizeof(RecvWr); }
 
@@ -36,6 +45,8 @@ class RecvQueue {
   const std::uint32_t max_sge_;
   alignas(64) std::atomic<std::uint64_t> head_{0};
   alignas(64) std::atomic<std::uint64_t> tail_{0};
+  std::atomic<std::uint32_t> limit_{0};
+  EventSink* events_ = nullptr;
 };
 
 }  // namespace uroce::transport

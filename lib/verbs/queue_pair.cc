@@ -10,7 +10,7 @@ namespace uroce::verbs {
 
 int QueuePair::create(Device& dev, PdId pd, const QpCaps& caps, transport::Cq* send_cq,
                       transport::Cq* recv_cq, transport::RecvQueue* srq,
-                      std::unique_ptr<QueuePair>* out) {
+                      transport::EventSink* events, std::unique_ptr<QueuePair>* out) {
   using transport::QpType;
   if (caps.type != QpType::kRc && caps.type != QpType::kUc && caps.type != QpType::kUd)
     return EOPNOTSUPP;
@@ -45,6 +45,7 @@ int QueuePair::create(Device& dev, PdId pd, const QpCaps& caps, transport::Cq* s
   init.max_recv_sge = std::max(granted.max_recv_sge, 1u);
   init.sq_sig_all = caps.sq_sig_all;
   init.memory = &q->memory_;
+  init.events = events;
   init.port_mtu = dev.port_attr().active_mtu;
   q->qp_ = std::make_unique<transport::Qp>(init);
   dev.engine().attach(*q->qp_);

@@ -31,11 +31,12 @@ class QueuePair {
  public:
   /// Creates a QP on `dev` in protection domain `pd`, completing into
   /// `send_cq` and `recv_cq`, receiving from `srq` if not null, and
-  /// attaches it to the engine (in RESET it ignores every packet).
+  /// attaches it to the engine (in RESET it ignores every packet);
+  /// `events`, if not null, hears of its asynchronous events.
   /// Returns 0, EINVAL for a missing CQ or capabilities beyond the
   /// device's, or EOPNOTSUPP for a QP type uroce does not offer.
   static int create(Device& dev, PdId pd, const QpCaps& caps, transport::Cq* send_cq,
-                    transport::Cq* recv_cq, transport::RecvQueue* srq,
+                    transport::Cq* recv_cq, transport::RecvQueue* srq, transport::EventSink* events,
                     std::unique_ptr<QueuePair>* out);
   ~QueuePair();
   QueuePair(const QueuePair&) = delete;

@@ -546,4 +546,97 @@ TEST_F(VerbsApi, CompletionChannelDeliversTheArmedCq) {
   EXPECT_EQ(ibv_destroy_comp_channel(ch), 0);
 }
 
+// The next asynchronous event of `ctx`, waiting up to 10 s for one.
+bool next_async_event(ibv_context* ctx, ibv_async_event* e) {
+  pollfd pfd{ctx->async_fd, POLLIN, 0};
+  if (poll(&pfd, 1, 10000) != 1) return false;
+  return ibv_get_async_event(ctx, e) == 0;
+}
+
+TEST_F(VerbsApi, CqOverflowIsAnAsyncEventAndEndsTheQp) {
+  // a's QP completes into a CQ of two entries, and nobody polls it.
+  ibv_cq* small = ibv_create_cq(a_.ctx, 2, nullptr, nullptr, 0);
+  ASSERT_NE(small, nullptr);
+  ibv_qp_init_attr init{};
+  init.send_cq = small;
+  init.recv_cq = small;
+  init.qp_type = IBV_QPT_RC;
+  init.cap.max_send_wr = 8;
+  init.cap.max_recv_wr = 1;
+  init.cap.max_send_sge = 1;
+  init.cap.max_recv_sge = 1;
+  ASSERT_EQ(ibv_destroy_qp(a_.qp), 0);
+  a_.qp = ibv_create_qp(a_.pd, &init);
+  ASSERT_NE(a_.qp, nullptr);
+  connect();
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_EQ(
+        post(a_.qp, IBV_WR_RDMA_WRITE, {reinterpret_cast<std::uint64_t>(a_.buf()), 8, a_.mr->lkey},
+             reinterpret_cast<std::uint64_t>(b_.buf()), b_.mr->rkey),
+        0);
+  }
+  ibv_async_event e{};
+  ASSERT_TRUE(next_async_event(a_.ctx, &e)) << "no asynchronous event";
+  EXPECT_EQ(e.event_type, IBV_EVENT_CQ_ERR);
+  EXPECT_EQ(e.element.cq, small);
+  ibv_ack_async_event(&e);
+  ASSERT_TRUE(next_async_event(a_.ctx, &e));
+  EXPECT_EQ(e.event_type, IBV_EVENT_QP_FATAL);
+  EXPECT_EQ(e.element.qp, a_.qp);
+  ibv_ack_async_event(&e);
+  ibv_qp_attr attr{};
+  ibv_qp_init_attr got{};
+  ASSERT_EQ(ibv_query_qp(a_.qp, &attr, IBV_QP_STATE, &got), 0);
+  EXPECT_EQ(attr.qp_state, IBV_QPS_ERR);
+  EXPECT_EQ(ibv_destroy_qp(a_.qp), 0);
+  a_.qp = nullptr;
+  EXPECT_EQ(ibv_destroy_cq(small), 0);
+}
+
+TEST_F(VerbsApi, SrqLimitIsAnAsyncEvent) {
+  ibv_srq_init_attr sa{};
+  sa.attr.max_wr = 8;
+  sa.attr.max_sge = 1;
+  sa.attr.srq_limit = 2;
+  ibv_srq* srq = ibv_create_srq(b_.pd, &sa);
+  ASSERT_NE(srq, nullptr);
+  ibv_srq_attr q{};
+  ASSERT_EQ(ibv_query_srq(srq, &q), 0);
+  EXPECT_EQ(q.srq_limit, 2u);
+  ibv_qp_init_attr init{};
+  init.send_cq = b_.cq;
+  init.recv_cq = b_.cq;
+  init.srq = srq;
+  init.qp_type = IBV_QPT_RC;
+  init.cap.max_send_wr = 4;
+  init.cap.max_send_sge = 1;
+  ASSERT_EQ(ibv_destroy_qp(b_.qp), 0);
+  b_.qp = ibv_create_qp(b_.pd, &init);
+  ASSERT_NE(b_.qp, nullptr);
+  connect();
+  ibv_sge rs{reinterpret_cast<std::uint64_t>(b_.buf()), 64, b_.mr->lkey};
+  ibv_recv_wr rwr{};
+  rwr.sg_list = &rs;
+  rwr.num_sge = 1;
+  ibv_recv_wr* bad = nullptr;
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(ibv_post_srq_recv(srq, &rwr, &bad), 0);
+  // Three SENDs take three of the four receives: one left, below 2.
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(post(a_.qp, IBV_WR_SEND, {reinterpret_cast<std::uint64_t>(a_.buf()), 64, a_.mr->lkey},
+                   0, 0),
+              0);
+    EXPECT_EQ(wait(a_.cq).status, IBV_WC_SUCCESS);
+  }
+  ibv_async_event e{};
+  ASSERT_TRUE(next_async_event(b_.ctx, &e)) << "no asynchronous event";
+  EXPECT_EQ(e.event_type, IBV_EVENT_SRQ_LIMIT_REACHED);
+  EXPECT_EQ(e.element.srq, srq);
+  ibv_ack_async_event(&e);
+  ASSERT_EQ(ibv_query_srq(srq, &q), 0);
+  EXPECT_EQ(q.srq_limit, 0u) << "the limit disarms once reported";
+  EXPECT_EQ(ibv_destroy_qp(b_.qp), 0);
+  b_.qp = nullptr;
+  EXPECT_EQ(ibv_destroy_srq(srq), 0);
+}
+
 }  // namespace
