@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "dpdk/dpdk_port.h"
 
+#include <net/if.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -32,6 +36,13 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
   }
   std::unique_ptr<DpdkPort> p(new DpdkPort());
   p->port_id_ = id;
+  if (device.rfind("net_af_packet", 0) == 0) {
+    if (const auto at = device.find("iface="); at != std::string::npos) {
+      const auto end = device.find(',', at);
+      p->iface_ = device.substr(at + 6, end == std::string::npos ? end : end - at - 6);
+      p->ioctl_fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    }
+  }
 
   rte_eth_dev_info info;
   if (int rc = rte_eth_dev_info_get(id, &info); rc != 0) {
@@ -92,6 +103,7 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
 }
 
 DpdkPort::~DpdkPort() {
+  if (ioctl_fd_ >= 0) close(ioctl_fd_);
   rte_eth_dev_stop(port_id_);
   rte_eth_dev_close(port_id_);
   if (pool_) rte_mempool_free(pool_);
@@ -151,6 +163,11 @@ void DpdkPort::tx_free(engine::TxFrame& frame) {
 }
 
 bool DpdkPort::link_up() const {
+  if (ioctl_fd_ >= 0 && iface_.size() < IFNAMSIZ) {
+    ifreq ifr{};
+    std::memcpy(ifr.ifr_name, iface_.data(), iface_.size());
+    if (ioctl(ioctl_fd_, SIOCGIFFLAGS, &ifr) == 0) return (ifr.ifr_flags & IFF_RUNNING) != 0;
+  }
   rte_eth_link link{};
   rte_eth_link_get_nowait(port_id_, &link);
   return link.link_status == RTE_ETH_LINK_UP;

@@ -43,6 +43,11 @@ class DpdkPort : public engine::Port {
  private:
   DpdkPort() = default;
   std::uint16_t port_id_ = 0;
+  /// net_af_packet keeps its link up whatever the interface does: for it
+  /// the interface's carrier (IFF_RUNNING) is the link state, asked of the
+  /// kernel through a socket opened in the port's network namespace.
+  std::string iface_;
+  int ioctl_fd_ = -1;
   rte_mempool* pool_ = nullptr;
   wire::MacAddr mac_;
   std::uint32_t mtu_ = 1500;

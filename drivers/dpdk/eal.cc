@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "dpdk/eal.h"
 
+#include <net/if.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cctype>
-#include <fstream>
+#include <cstring>
 #include <mutex>
 #include <numeric>
 #include <thread>
@@ -78,10 +81,16 @@ std::uint32_t af_packet_link_mtu(const std::string& vdev) {
   if (at == std::string::npos) return 0;
   const auto end = vdev.find(',', at);
   const std::string iface = vdev.substr(at + 6, end == std::string::npos ? end : end - at - 6);
-  if (iface.empty() || iface.find('/') != std::string::npos) return 0;
-  std::ifstream f("/sys/class/net/" + iface + "/mtu");
-  std::uint32_t mtu = 0;
-  return (f >> mtu) ? mtu : 0;
+  if (iface.empty() || iface.size() >= IFNAMSIZ) return 0;
+  // Asked through a socket rather than sysfs, which shows the network
+  // namespace it was mounted in, not necessarily ours.
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  ifreq ifr{};
+  std::memcpy(ifr.ifr_name, iface.data(), iface.size());
+  const int rc = ioctl(fd, SIOCGIFMTU, &ifr);
+  close(fd);
+  return rc == 0 && ifr.ifr_mtu > 0 ? static_cast<std::uint32_t>(ifr.ifr_mtu) : 0;
 }
 
 std::string with_vdev_defaults(const std::string& vdev) {

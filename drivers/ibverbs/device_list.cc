@@ -4,13 +4,15 @@
 // port, engine and poll thread behind a uroce device.
 
 #include <fcntl.h>
+#include <net/if.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <set>
 #include <vector>
 
@@ -52,26 +54,26 @@ std::vector<UDevice*> load_devices() {
 std::mutex lists_mu;
 std::set<ibv_device**> lists;
 
-// The MAC of an af_packet port's interface, read before the port opens.
-std::uint64_t guid_from_sysfs(const std::string& port) {
+// The MAC of an af_packet port's interface, asked of the kernel before
+// the port opens (through a socket: sysfs shows the network namespace it
+// was mounted in, not necessarily ours).
+std::uint64_t guid_of_interface(const std::string& port) {
   const auto at = port.find("iface=");
-  if (at == std::string::npos) return 0;
-  const std::string iface = port.substr(at + 6, port.find(',', at) - (at + 6));
-  std::ifstream f("/sys/class/net/" + iface + "/address");
-  unsigned m[6];
-  std::string text;
-  if (!(f >> text) ||
-      std::sscanf(text.c_str(), "%x:%x:%x:%x:%x:%x", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5]) != 6)
-    return 0;
+  if (port.rfind("net_af_packet", 0) != 0 || at == std::string::npos) return 0;
+  const auto end = port.find(',', at);
+  const std::string iface = port.substr(at + 6, end == std::string::npos ? end : end - at - 6);
+  if (iface.empty() || iface.size() >= IFNAMSIZ) return 0;
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  ifreq ifr{};
+  std::memcpy(ifr.ifr_name, iface.data(), iface.size());
+  const int rc = ioctl(fd, SIOCGIFHWADDR, &ifr);
+  close(fd);
+  if (rc != 0) return 0;
+  const auto* m = reinterpret_cast<const std::uint8_t*>(ifr.ifr_hwaddr.sa_data);
   // Modified EUI-64, as verbs::Device derives it once the port is open.
-  const std::uint8_t id[8] = {static_cast<std::uint8_t>(m[0] ^ 2),
-                              static_cast<std::uint8_t>(m[1]),
-                              static_cast<std::uint8_t>(m[2]),
-                              0xFF,
-                              0xFE,
-                              static_cast<std::uint8_t>(m[3]),
-                              static_cast<std::uint8_t>(m[4]),
-                              static_cast<std::uint8_t>(m[5])};
+  const std::uint8_t id[8] = {
+      static_cast<std::uint8_t>(m[0] ^ 2), m[1], m[2], 0xFF, 0xFE, m[3], m[4], m[5]};
   std::uint64_t g = 0;
   for (std::uint8_t b : id) g = g << 8 | b;
   return g;
@@ -157,7 +159,7 @@ const char* ibv_get_device_name(ibv_device* device) {
 __be64 ibv_get_device_guid(ibv_device* device) {
   if (UDevice* u = our_device(device)) {
     std::lock_guard lock(u->mu);
-    const std::uint64_t g = u->dev ? u->dev->attr().node_guid : guid_from_sysfs(u->cfg.port);
+    const std::uint64_t g = u->dev ? u->dev->attr().node_guid : guid_of_interface(u->cfg.port);
     return htobe64(g);
   }
   UROCE_FORWARD(ibv_get_device_guid, "IBVERBS_1.1", 0, device);
@@ -209,6 +211,13 @@ ibv_context* ibv_open_device(ibv_device* device) {
   v.create_qp_ex = create_qp_ex;
   v.create_cq_ex = create_cq_ex;
   v.create_srq_ex = create_srq_ex;
+  // The port's link going up or down is an asynchronous event.
+  c->link_listener = c->dev->add_link_listener([c](bool up) {
+    ibv_async_event e{};
+    e.element.port_num = 1;
+    e.event_type = up ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR;
+    post_async_event(c, e);
+  });
   ++u->opens;
   return &ctx;
 }
@@ -217,6 +226,7 @@ int ibv_close_device(ibv_context* context) {
   UContext* c = ours(context);
   if (!c) UROCE_FORWARD(ibv_close_device, "IBVERBS_1.1", ENOSYS, context);
   UDevice* u = c->udev;
+  c->dev->remove_link_listener(c->link_listener);
   close(context->async_fd);
   pthread_mutex_destroy(&context->mutex);
   delete c;

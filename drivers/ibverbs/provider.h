@@ -65,6 +65,7 @@ struct UContext {
   std::deque<ibv_async_event> async_events;               ///< one count on async_fd each
   std::unordered_map<const transport::Qp*, ibv_qp*> qps;  ///< under async_mu
   ContextEvents events{this};
+  int link_listener = 0;
 };
 
 inline UContext* to_uctx(ibv_context* c) {

@@ -10,9 +10,18 @@ namespace {
 constexpr Nanos kProgramDrivingNs = 200'000;
 // Idle iterations before the poll thread starts to nap between them.
 constexpr int kSpinsBeforeNap = 256;
+// How often the housekeeping callback runs.
+constexpr Nanos kHousekeepingNs = 100'000'000;
 }  // namespace
 
-PollThread::PollThread(Engine& engine) : engine_(engine), thread_([this] { run(); }) {}
+PollThread::PollThread(Engine& engine, std::function<void()> housekeeping)
+    : engine_(engine), housekeeping_(std::move(housekeeping)), thread_([this] { run(); }) {}
+
+void PollThread::maybe_housekeep(Nanos now) {
+  if (!housekeeping_ || now < housekeeping_at_) return;
+  housekeeping_at_ = now + kHousekeepingNs;
+  housekeeping_();
+}
 
 PollThread::~PollThread() {
   stop_.store(true, std::memory_order_relaxed);
@@ -29,6 +38,7 @@ void PollThread::run() {
   int idle = 0;
   while (!stop_.load(std::memory_order_relaxed)) {
     const Nanos now = now_ns();
+    maybe_housekeep(now);
     if (now - program_drove_at_.load(std::memory_order_relaxed) < kProgramDrivingNs) {
       // The program is driving: stay out of its way, but keep watching.
       std::this_thread::sleep_for(std::chrono::microseconds(50));

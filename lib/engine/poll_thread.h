@@ -8,6 +8,7 @@
 // while it does the poll thread steps back.
 
 #include <atomic>
+#include <functional>
 #include <thread>
 
 #include "engine/engine.h"
@@ -16,7 +17,9 @@ namespace uroce::engine {
 
 class PollThread {
  public:
-  explicit PollThread(Engine& engine);
+  /// `housekeeping`, if set, runs on the poll thread about every 100 ms
+  /// (the device watches its link with it).
+  explicit PollThread(Engine& engine, std::function<void()> housekeeping = {});
   ~PollThread();
   PollThread(const PollThread&) = delete;
   PollThread& operator=(const PollThread&) = delete;
@@ -28,8 +31,11 @@ class PollThread {
 
  private:
   void run();
+  void maybe_housekeep(Nanos now);
 
   Engine& engine_;
+  const std::function<void()> housekeeping_;
+  Nanos housekeeping_at_ = 0;
   std::atomic<Nanos> program_drove_at_{0};
   std::atomic<bool> stop_{false};
   std::thread thread_;

@@ -88,7 +88,9 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c, st
   ec.fault.tx = {f.tx_drop, f.tx_duplicate, f.tx_reorder, f.tx_corrupt};
   ec.fault.seed = f.seed;
   d->engine_ = std::make_unique<engine::Engine>(*d->port_, ec);
-  d->poller_ = std::make_unique<engine::PollThread>(*d->engine_);
+  d->link_was_up_ = d->port_->link_up();
+  Device* self = d.get();
+  d->poller_ = std::make_unique<engine::PollThread>(*d->engine_, [self] { self->watch_link(); });
 
   DeviceAttr& a = d->attr_;
   for (std::uint8_t b : id) a.node_guid = a.node_guid << 8 | b;
@@ -102,7 +104,6 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c, st
   a.max_qp_init_rd_atom = transport::kMaxRdAtomic;
   a.max_inline_data = transport::kMaxInlineData;
   if (auto* server = stats::StatsServer::instance()) {
-    Device* self = d.get();
     d->stats_handle_ = server->add(dc.name, [self](std::string& out) { self->write_stats(out); });
   }
   log::get().info("{}: opened on {}, {} GIDs", dc.name, dc.port, d->gids_.size());
@@ -123,6 +124,26 @@ PortAttr Device::port_attr() const {
   p.gid_tbl_len = static_cast<std::uint32_t>(gids_.size());
   p.speed_mbps = port_->speed_mbps();
   return p;
+}
+
+int Device::add_link_listener(std::function<void(bool)> fn) {
+  std::lock_guard lock(link_mu_);
+  link_listeners_.emplace_back(next_listener_, std::move(fn));
+  return next_listener_++;
+}
+
+void Device::remove_link_listener(int handle) {
+  std::lock_guard lock(link_mu_);
+  std::erase_if(link_listeners_, [handle](const auto& l) { return l.first == handle; });
+}
+
+void Device::watch_link() {
+  const bool up = port_->link_up();
+  std::lock_guard lock(link_mu_);
+  if (up == link_was_up_) return;
+  link_was_up_ = up;
+  log::get().info("{}: link {}", cfg_.name, up ? "up" : "down");
+  for (const auto& [handle, fn] : link_listeners_) fn(up);
 }
 
 void Device::write_stats(std::string& out) {

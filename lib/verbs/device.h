@@ -6,6 +6,8 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <vector>
@@ -82,6 +84,12 @@ class Device {
   int resolve(const AddressVector& av, std::uint32_t src_qpn, std::uint32_t dst_qpn,
               wire::RoceRoute* out);
 
+  /// Calls `fn(up)` from the poll thread whenever the port's link goes up
+  /// or down (IBV_EVENT_PORT_ACTIVE / IBV_EVENT_PORT_ERR). Returns a handle
+  /// for remove_link_listener.
+  int add_link_listener(std::function<void(bool up)> fn);
+  void remove_link_listener(int handle);
+
   /// The device's counters as stats lines ("<scope> <counter> <value>").
   void write_stats(std::string& out);
 
@@ -101,6 +109,11 @@ class Device {
   std::mutex qpn_mu_;
   std::vector<std::uint32_t> qpns_;
   int stats_handle_ = 0;
+  void watch_link();
+  std::mutex link_mu_;
+  std::vector<std::pair<int, std::function<void(bool)>>> link_listeners_;
+  int next_listener_ = 1;
+  bool link_was_up_ = false;
 };
 
 }  // namespace uroce::verbs

@@ -593,6 +593,27 @@ TEST_F(VerbsApi, CqOverflowIsAnAsyncEventAndEndsTheQp) {
   EXPECT_EQ(ibv_destroy_cq(small), 0);
 }
 
+TEST_F(VerbsApi, LinkStateIsThePortStateAndAnAsyncEvent) {
+  ibv_port_attr port{};
+  ASSERT_EQ(ibv_query_port(a_.ctx, 1, &port), 0);
+  EXPECT_EQ(port.state, IBV_PORT_ACTIVE);
+  // Taking the peer's end down takes away a's carrier.
+  ASSERT_EQ(sh("ip -n " + ns_ + " link set v1 down"), 0);
+  ibv_async_event e{};
+  ASSERT_TRUE(next_async_event(a_.ctx, &e)) << "no asynchronous event";
+  EXPECT_EQ(e.event_type, IBV_EVENT_PORT_ERR);
+  EXPECT_EQ(e.element.port_num, 1);
+  ibv_ack_async_event(&e);
+  ASSERT_EQ(ibv_query_port(a_.ctx, 1, &port), 0);
+  EXPECT_EQ(port.state, IBV_PORT_DOWN);
+  ASSERT_EQ(sh("ip -n " + ns_ + " link set v1 up"), 0);
+  ASSERT_TRUE(next_async_event(a_.ctx, &e)) << "no asynchronous event";
+  EXPECT_EQ(e.event_type, IBV_EVENT_PORT_ACTIVE);
+  ibv_ack_async_event(&e);
+  ASSERT_EQ(ibv_query_port(a_.ctx, 1, &port), 0);
+  EXPECT_EQ(port.state, IBV_PORT_ACTIVE);
+}
+
 TEST_F(VerbsApi, SrqLimitIsAnAsyncEvent) {
   ibv_srq_init_attr sa{};
   sa.attr.max_wr = 8;
