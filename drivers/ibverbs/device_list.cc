@@ -91,8 +91,10 @@ void close_all() {
 }  // namespace
 
 const std::vector<UDevice*>& devices() {
-  static const std::vector<UDevice*> all = load_devices();
-  return all;
+  // Immortal: a program may use its device pointers until it exits,
+  // static destructors included.
+  static const auto* all = new std::vector<UDevice*>(load_devices());
+  return *all;
 }
 
 UDevice* our_device(ibv_device* d) {
