@@ -71,10 +71,11 @@ int roce(int argc, char** argv) {
       ep.connect({{"rkey", rk}, {"addr", reinterpret_cast<std::uint64_t>(target.data())}});
   ep.sync("ready");
   if (o.role == "a") {
-    transport::SendWr w;
-    w.opcode = transport::WrOpcode::kRdmaWrite;
-    w.send_flags = transport::send_flags::kSignaled;
-    w.num_sge = 1;
+    Sge sge;
+    SendWr w;
+    w.opcode = Opcode::kRdmaWrite;
+    w.flags = send_flags::kSignaled;
+    w.sges = {&sge, 1};
     w.rkey = static_cast<std::uint32_t>(peer["rkey"]);
     // Throughput: 64 KiB WRITEs, 16 in flight (ib_write_bw's defaults).
     const auto t0 = Clock::now();
@@ -83,26 +84,25 @@ int roce(int argc, char** argv) {
     while (done < n) {
       while (posted < n && posted - done < kInFlight) {
         const std::size_t slot = posted % kInFlight;
-        w.sg_list[0] = {reinterpret_cast<std::uint64_t>(buf.data() + slot * kMessage), kMessage,
-                        lk};
+        sge = {reinterpret_cast<std::uint64_t>(buf.data() + slot * kMessage), kMessage, lk};
         w.remote_addr = peer["addr"] + slot * kMessage;
         ep.post(w);
         ++posted;
       }
-      if (ep.wait(ep.send_cq()).status != transport::WcStatus::kSuccess) fail("WRITE failed");
+      if (!ep.wait(ep.send_cq()).ok()) fail("WRITE failed");
       ++done;
     }
     std::printf("result write_gbps %.3f\n", kTotal * 8 / seconds(t0) / 1e9);
     // Latency: 64 B READ round trips, one at a time (ib_read_lat).
-    transport::SendWr r = w;
-    r.opcode = transport::WrOpcode::kRdmaRead;
-    r.sg_list[0] = {reinterpret_cast<std::uint64_t>(buf.data()), 64, lk};
+    SendWr r = w;
+    r.opcode = Opcode::kRdmaRead;
+    sge = {reinterpret_cast<std::uint64_t>(buf.data()), 64, lk};
     r.remote_addr = peer["addr"];
     std::vector<double> us;
     for (int i = 0; i < kPings; ++i) {
       const auto t = Clock::now();
       ep.post(r);
-      if (ep.wait(ep.send_cq()).status != transport::WcStatus::kSuccess) fail("READ failed");
+      if (!ep.wait(ep.send_cq()).ok()) fail("READ failed");
       us.push_back(seconds(t) * 1e6);
     }
     report_latency(us);

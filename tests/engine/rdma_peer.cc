@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// One end of a two-process RoCEv2 test over a real DPDK port. Two of these
+// One end of a two-process RoCEv2 test over a real DPDK port, written
+// against uroce's public C++ API (include/uroce/uroce.h). Two of these
 // run in two network namespaces joined by a veth pair, or side by side on
 // net_memif (see two_process_test.cc). Role "a" WRITEs and READs back
 // 0 B to 4 MiB, SENDs with immediate data and runs FETCH_ADDs; role "b"
@@ -13,6 +14,7 @@
 // --srq: role b's RC QP takes its receives from a shared receive queue.
 // --ud: role a also sends UD datagrams that role b checks, GRH included.
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -51,13 +53,13 @@ Options parse(int argc, char** argv) {
     } else if (a == "--dir") {
       e.dir = next();
     } else if (a == "--drop") {
-      e.fault.rx.drop = e.fault.tx.drop = std::stod(next());
+      e.fault.rx_drop = e.fault.tx_drop = std::stod(next());
     } else if (a == "--duplicate") {
-      e.fault.rx.duplicate = e.fault.tx.duplicate = std::stod(next());
+      e.fault.rx_duplicate = e.fault.tx_duplicate = std::stod(next());
     } else if (a == "--reorder") {
-      e.fault.rx.reorder = e.fault.tx.reorder = std::stod(next());
+      e.fault.rx_reorder = e.fault.tx_reorder = std::stod(next());
     } else if (a == "--corrupt") {
-      e.fault.rx.corrupt = e.fault.tx.corrupt = std::stod(next());
+      e.fault.rx_corrupt = e.fault.tx_corrupt = std::stod(next());
     } else if (a == "--seed") {
       e.fault.seed = std::stoull(next());
     } else if (a == "--expect-peer-death") {
@@ -88,12 +90,14 @@ void pattern(std::uint8_t* p, std::size_t n, std::uint64_t seed) {
   }
 }
 
-transport::SendWr wr(transport::WrOpcode op, const void* buf, std::size_t len, std::uint32_t key) {
-  transport::SendWr w;
+// A signaled WR of one SGE; the SGE lives in `sge`, which must outlive
+// the post.
+SendWr wr(Opcode op, const void* buf, std::size_t len, std::uint32_t key, Sge& sge) {
+  sge = {reinterpret_cast<std::uint64_t>(buf), static_cast<std::uint32_t>(len), key};
+  SendWr w;
   w.opcode = op;
-  w.send_flags = transport::send_flags::kSignaled;
-  w.num_sge = 1;
-  w.sg_list[0] = {reinterpret_cast<std::uint64_t>(buf), static_cast<std::uint32_t>(len), key};
+  w.flags = send_flags::kSignaled;
+  w.sges = {&sge, 1};
   return w;
 }
 
@@ -130,13 +134,10 @@ int main(int argc, char** argv) {
   if (!a) {
     for (std::size_t i = 0; i < std::size(kSendSizes); ++i) {
       rbufs.emplace_back(kSendSizes[i] + 16);
-      transport::RecvWr r;
-      r.wr_id = i;
-      r.num_sge = 1;
-      r.sg_list[0] = {reinterpret_cast<std::uint64_t>(rbufs[i].data()),
-                      static_cast<std::uint32_t>(rbufs[i].size()),
-                      ep.reg(rbufs[i].data(), rbufs[i].size())};
-      if (ep.post_recv(r) != 0) fail("post_recv");
+      const Sge sge{reinterpret_cast<std::uint64_t>(rbufs[i].data()),
+                    static_cast<std::uint32_t>(rbufs[i].size()),
+                    ep.reg(rbufs[i].data(), rbufs[i].size())};
+      if (ep.post_recv({.wr_id = i, .sges = {&sge, 1}}) != 0) fail("post_recv");
     }
   }
   // UD receive buffers: the 40-byte GRH, then the datagram.
@@ -144,13 +145,10 @@ int main(int argc, char** argv) {
   if (!a && o.ud) {
     for (std::size_t i = 0; i < std::size(kUdSizes); ++i) {
       udbufs.emplace_back(40 + 1024);
-      transport::RecvWr r;
-      r.wr_id = 100 + i;
-      r.num_sge = 1;
-      r.sg_list[0] = {reinterpret_cast<std::uint64_t>(udbufs[i].data()),
-                      static_cast<std::uint32_t>(udbufs[i].size()),
-                      ep.reg(udbufs[i].data(), udbufs[i].size())};
-      if (ep.ud().post_recv(r) != 0) fail("UD post_recv");
+      const Sge sge{reinterpret_cast<std::uint64_t>(udbufs[i].data()),
+                    static_cast<std::uint32_t>(udbufs[i].size()),
+                    ep.reg(udbufs[i].data(), udbufs[i].size())};
+      if (ep.ud().post_recv({.wr_id = 100 + i, .sges = {&sge, 1}}) != 0) fail("UD post_recv");
     }
   }
   ep.sync("ready", std::chrono::seconds(30));
@@ -161,35 +159,36 @@ int main(int argc, char** argv) {
     std::FILE* f = std::fopen((o.endpoint.dir + "/a.writing").c_str(), "w");
     if (f) std::fclose(f);
     for (std::uint64_t i = 0;; ++i) {
-      transport::SendWr w = wr(transport::WrOpcode::kRdmaWrite, local.data(), 65536, lk);
+      Sge sge;
+      SendWr w = wr(Opcode::kRdmaWrite, local.data(), 65536, lk, sge);
       w.wr_id = i;
       w.remote_addr = peer["addr"];
       w.rkey = peer_rkey;
       ep.post(w);
-      const transport::Wc wc = ep.wait(ep.send_cq(), std::chrono::seconds(10));
-      if (wc.status == transport::WcStatus::kRetryExcErr) {
+      const Completion wc = ep.wait(ep.send_cq(), std::chrono::seconds(10));
+      if (wc.status == WcStatus::kRetryExcErr) {
         std::printf("peer death detected: RETRY_EXC_ERR after %llu writes\n",
                     static_cast<unsigned long long>(i));
         break;
       }
-      if (wc.status != transport::WcStatus::kSuccess) fail("unexpected status");
+      if (!wc.ok()) fail("unexpected status");
     }
   } else if (a) {
     for (std::size_t size : kSizes) {
       pattern(local.data(), size, size);
-      transport::SendWr w = wr(transport::WrOpcode::kRdmaWrite, local.data(), size, lk);
+      Sge wsge, rsge;
+      SendWr w = wr(Opcode::kRdmaWrite, local.data(), size, lk, wsge);
       w.remote_addr = peer["addr"];
       w.rkey = peer_rkey;
       ep.post(w);
-      transport::SendWr r = wr(transport::WrOpcode::kRdmaRead, back.data(), size, bk);
+      SendWr r = wr(Opcode::kRdmaRead, back.data(), size, bk, rsge);
       r.remote_addr = peer["addr"];
       r.rkey = peer_rkey;
       ep.post(r);
       for (int k = 0; k < 2; ++k) {
-        const transport::Wc wc = ep.wait(ep.send_cq());
-        if (wc.status != transport::WcStatus::kSuccess)
-          fail("WRITE/READ of " + std::to_string(size) + " bytes failed with status " +
-               std::to_string(static_cast<int>(wc.status)));
+        const Completion wc = ep.wait(ep.send_cq());
+        if (!wc.ok())
+          fail("WRITE/READ of " + std::to_string(size) + " bytes failed: " + to_string(wc.status));
       }
       if (std::memcmp(local.data(), back.data(), size) != 0)
         fail("READ returned other bytes than WRITE wrote, size " + std::to_string(size));
@@ -197,38 +196,42 @@ int main(int argc, char** argv) {
     }
     for (std::size_t i = 0; i < std::size(kSendSizes); ++i) {
       pattern(local.data(), kSendSizes[i], 1000 + i);
-      transport::SendWr s = wr(transport::WrOpcode::kSendWithImm, local.data(), kSendSizes[i], lk);
+      Sge sge;
+      SendWr s = wr(Opcode::kSendWithImm, local.data(), kSendSizes[i], lk, sge);
       s.imm_data = static_cast<std::uint32_t>(0xC0DE0000 + i);
       ep.post(s);
-      if (ep.wait(ep.send_cq()).status != transport::WcStatus::kSuccess) fail("SEND failed");
+      if (!ep.wait(ep.send_cq()).ok()) fail("SEND failed");
     }
     for (int i = 0; i < kAdds; ++i) {
-      transport::SendWr f = wr(transport::WrOpcode::kAtomicFetchAndAdd, &orig, 8, ok);
+      Sge sge;
+      SendWr f = wr(Opcode::kAtomicFetchAndAdd, &orig, 8, ok, sge);
       f.remote_addr = peer["waddr"];
       f.rkey = static_cast<std::uint32_t>(peer["wkey"]);
       f.compare_add = 1;
       ep.post(f);
-      if (ep.wait(ep.send_cq()).status != transport::WcStatus::kSuccess) fail("FETCH_ADD failed");
+      if (!ep.wait(ep.send_cq()).ok()) fail("FETCH_ADD failed");
       if (orig != static_cast<std::uint64_t>(i)) fail("FETCH_ADD returned a wrong original");
     }
     std::printf("sends and %d fetch-and-adds ok\n", kAdds);
     if (o.ud) {
       for (std::size_t i = 0; i < std::size(kUdSizes); ++i) {
         pattern(local.data(), kUdSizes[i], 2000 + i);
-        transport::SendWr u = wr(transport::WrOpcode::kSend, local.data(), kUdSizes[i], lk);
-        u.ud = {&ep.peer_ud_route(), ep.peer_ud_qpn(), test::Endpoint::kUdQkey};
+        Sge sge;
+        SendWr u = wr(Opcode::kSend, local.data(), kUdSizes[i], lk, sge);
+        u.ah = &ep.peer_ud_ah();
+        u.remote_qpn = ep.peer_ud_qpn();
+        u.remote_qkey = test::Endpoint::kUdQkey;
         while (ep.ud().post_send(u) == ENOMEM) {
         }
-        if (ep.wait(ep.ud_send_cq()).status != transport::WcStatus::kSuccess)
-          fail("UD send failed");
+        if (!ep.wait(ep.ud_send_cq()).ok()) fail("UD send failed");
       }
       std::printf("UD datagrams sent\n");
     }
     ep.sync("done");
   } else {
     for (std::size_t i = 0; i < std::size(kSendSizes); ++i) {
-      const transport::Wc wc = ep.wait(ep.recv_cq(), std::chrono::seconds(120));
-      if (wc.status != transport::WcStatus::kSuccess) fail("receive failed");
+      const Completion wc = ep.wait(ep.recv_cq(), std::chrono::seconds(120));
+      if (!wc.ok()) fail("receive failed");
       if (wc.wr_id != i || wc.byte_len != kSendSizes[i] || wc.imm_data != 0xC0DE0000 + i)
         fail("receive " + std::to_string(i) + " has the wrong length or immediate");
       std::vector<std::uint8_t> expect(kSendSizes[i]);
@@ -237,9 +240,9 @@ int main(int argc, char** argv) {
         fail("SEND " + std::to_string(i) + " arrived with other bytes");
     }
     for (std::size_t i = 0; o.ud && i < std::size(kUdSizes); ++i) {
-      const transport::Wc wc = ep.wait(ep.ud_recv_cq(), std::chrono::seconds(60));
-      if (wc.status != transport::WcStatus::kSuccess || wc.wr_id != 100 + i ||
-          wc.byte_len != 40 + kUdSizes[i] || !(wc.wc_flags & transport::wc_flags::kGrh))
+      const Completion wc = ep.wait(ep.ud_recv_cq(), std::chrono::seconds(60));
+      if (!wc.ok() || wc.wr_id != 100 + i || wc.byte_len != 40 + kUdSizes[i] ||
+          !(wc.flags & wc_flags::kGrh))
         fail("UD receive " + std::to_string(i) + " is wrong");
       // The GRH carries the sender's IPv4 header in its last 20 bytes.
       if (udbufs[i][20] != 0x45) fail("UD GRH has no IPv4 header");

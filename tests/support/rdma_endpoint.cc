@@ -5,8 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-
-#include "transport/random.h"
+#include <thread>
 
 namespace uroce::test {
 
@@ -58,103 +57,75 @@ Endpoint::Endpoint(const EndpointOptions& o) : o_(o) {
   dc.mtu = o.mtu;
   Config c;
   c.eal_memory_mb = o.hugepages ? 256 : 512;
-  c.fault = {o.fault.rx.drop,    o.fault.rx.duplicate, o.fault.rx.reorder,
-             o.fault.rx.corrupt, o.fault.tx.drop,      o.fault.tx.duplicate,
-             o.fault.tx.reorder, o.fault.tx.corrupt,   o.fault.seed};
+  c.fault = o.fault;
   std::string err;
-  dev_ = verbs::Device::open(dc, c, &err);
+  dev_ = Device::open(dc, c, &err);
   if (!dev_) fail(err);
-  memory_ = std::make_unique<verbs::PdMemory>(dev_->mrs(), kPd);
-  transport::QpInit init;
-  init.qpn = dev_->alloc_qpn();
+  pd_ = dev_->alloc_pd();
+  scq_ = dev_->create_cq(1024);
+  rcq_ = dev_->create_cq(1024);
+  ud_scq_ = dev_->create_cq(256);
+  ud_rcq_ = dev_->create_cq(256);
+  if (o.srq) srq_ = pd_->create_srq(256, 4);
+  QpInit init;
+  init.send_cq = scq_.get();
+  init.recv_cq = rcq_.get();
+  init.srq = srq_.get();
   init.max_send_wr = 256;
   init.max_recv_wr = 256;
-  init.send_cq = &scq_;
-  init.recv_cq = &rcq_;
-  init.memory = memory_.get();
-  if (o.srq) init.srq = &srq_;
-  qp_ = std::make_unique<transport::Qp>(init);
-  psn_ = transport::secure_random_psn();
-
-  transport::QpInit ud = init;
-  ud.type = transport::QpType::kUd;
-  ud.qpn = dev_->alloc_qpn();
-  ud.srq = nullptr;
-  ud.send_cq = &ud_scq_;
-  ud.recv_cq = &ud_rcq_;
-  ud_ = std::make_unique<transport::Qp>(ud);
+  qp_ = pd_->create_qp(init);
+  init.type = QpType::kUd;
+  init.send_cq = ud_scq_.get();
+  init.recv_cq = ud_rcq_.get();
+  init.srq = nullptr;
+  ud_ = pd_->create_qp(init);
+  if (!qp_ || !ud_) fail("cannot create the QPs");
 }
 
 Endpoint::~Endpoint() {
-  dev_->engine().detach(qp_->qpn());
-  dev_->engine().detach(ud_->qpn());
+  // Children before parents, QPs before their queues.
+  qp_.reset();
+  ud_.reset();
+  peer_ah_.reset();
+  mrs_.clear();
+  srq_.reset();
+  scq_.reset();
+  rcq_.reset();
+  ud_scq_.reset();
+  ud_rcq_.reset();
+  pd_.reset();
   dev_.reset();
 }
 
 std::uint32_t Endpoint::reg(const void* p, std::size_t n) {
-  verbs::MrInfo mr;
-  if (dev_->mrs().reg(kPd, const_cast<void*>(p), n, reinterpret_cast<std::uint64_t>(p), kAllAccess,
-                      &mr) != 0)
-    fail("memory registration failed");
-  return mr.lkey;
+  int err = 0;
+  auto mr = pd_->reg_mr(const_cast<void*>(p), n, access::kAll, &err);
+  if (!mr) fail("memory registration failed: " + std::string(std::strerror(err)));
+  mrs_.push_back(std::move(mr));
+  return mrs_.back()->lkey();
 }
 
 Info Endpoint::connect(const Info& extra) {
   Info mine = extra;
   mine["qpn"] = qp_->qpn();
-  mine["psn"] = psn_;
+  mine["psn"] = qp_->psn();
   mine["udqpn"] = ud_->qpn();
   const std::string me = o_.dir + "/" + o_.role;
   const std::string them = o_.dir + "/" + (o_.role == "a" ? "b" : "a");
   publish(me + ".info", mine);
   Info peer = await(them + ".info", 30s);
 
-  dev_->engine().attach(*qp_);
-  using namespace transport::attr_mask;
-  transport::QpAttr at;
-  at.qp_state = transport::QpState::kInit;
-  at.qp_access_flags = kAllAccess;
-  if (dev_->modify_qp(*qp_, at, nullptr, kState | kPkeyIndex | kPort | kAccessFlags)) fail("INIT");
   // The peer's GID is its IPv4 address, IPv4-mapped; ours is GID 1.
-  verbs::AddressVector av;
-  av.sgid_index = 1;
-  av.dgid = wire::IpAddr::parse(o_.peer)->bytes;
-  at.qp_state = transport::QpState::kRtr;
-  at.path_mtu = dev_->port_attr().active_mtu;
-  at.dest_qp_num = static_cast<std::uint32_t>(peer["qpn"]);
-  at.rq_psn = static_cast<std::uint32_t>(peer["psn"]);
-  at.max_dest_rd_atomic = 16;
-  at.min_rnr_timer = 12;
-  if (int rc = dev_->modify_qp(
-          *qp_, at, &av,
-          kState | kAv | kPathMtu | kDestQpn | kRqPsn | kMaxDestRdAtomic | kMinRnrTimer);
-      rc != 0)
-    fail("RTR: " + std::string(std::strerror(rc)));
-  at.qp_state = transport::QpState::kRts;
-  at.sq_psn = psn_;
-  at.timeout = 14;  // 67 ms
-  at.retry_cnt = 7;
-  at.rnr_retry = 7;
-  at.max_rd_atomic = 16;
-  if (dev_->modify_qp(*qp_, at, nullptr,
-                      kState | kSqPsn | kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic))
-    fail("RTS");
-
-  // The UD QP: RESET -> INIT (Q_Key) -> RTR -> RTS, and an address
-  // handle's route to the peer's UD QP.
-  dev_->engine().attach(*ud_);
-  transport::QpAttr u;
-  u.qkey = kUdQkey;
-  u.qp_state = transport::QpState::kInit;
-  if (dev_->modify_qp(*ud_, u, nullptr, kState | kPkeyIndex | kPort | kQkey)) fail("UD INIT");
-  u.qp_state = transport::QpState::kRtr;
-  if (dev_->modify_qp(*ud_, u, nullptr, kState)) fail("UD RTR");
-  u.qp_state = transport::QpState::kRts;
-  u.sq_psn = transport::secure_random_psn();
-  if (dev_->modify_qp(*ud_, u, nullptr, kState | kSqPsn)) fail("UD RTS");
+  const auto gid = Gid::from_ip(o_.peer);
+  if (!gid) fail("bad peer address " + o_.peer);
+  Remote remote{*gid, static_cast<std::uint32_t>(peer["qpn"]),
+                static_cast<std::uint32_t>(peer["psn"])};
+  if (int rc = qp_->connect(remote); rc != 0) fail("RC connect: " + std::string(std::strerror(rc)));
+  if (int rc = ud_->connect({}); rc != 0) fail("UD connect: " + std::string(std::strerror(rc)));
+  int err = 0;
+  peer_ah_ = pd_->create_ah(*gid, 1, &err);
+  if (!peer_ah_) fail("UD address: " + std::string(std::strerror(err)));
   peer_ud_qpn_ = static_cast<std::uint32_t>(peer["udqpn"]);
-  if (int rc = dev_->resolve(av, ud_->qpn(), peer_ud_qpn_, &peer_ud_route_); rc != 0)
-    fail("UD address: " + std::string(std::strerror(rc)));
   return peer;
 }
 
@@ -162,37 +133,28 @@ void Endpoint::sync(const std::string& name, std::chrono::seconds limit) {
   publish(o_.dir + "/" + o_.role + "." + name, {{"ok", 1}});
   await(o_.dir + "/" + (o_.role == "a" ? "b" : "a") + "." + name, limit);
   // What the peer wrote into our memory before it got here is ordered
-  // before what we read next: taking the engine orders us behind the
-  // poll thread that wrote it.
-  dev_->engine().poll(engine::now_ns());
+  // before what we read next.
+  dev_->poll();
 }
 
-void Endpoint::post(const transport::SendWr& wr) {
-  while (qp_->post_send(wr) == ENOMEM) dev_->progress().drive();
-}
-
-transport::Wc Endpoint::wait(transport::Cq& cq, std::chrono::seconds limit) {
-  transport::Wc wc;
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (cq.poll(&wc, 1) == 0) {
-    if (std::chrono::steady_clock::now() > end) fail("no completion in time");
-    // The waiter drives the engine itself; the poll thread steps back.
-    dev_->progress().drive();
+void Endpoint::post(const SendWr& wr) {
+  while (qp_->post_send(wr) == ENOMEM) {
+    Completion none[1];
+    scq_->poll({none, 0});  // drives the datapath while the queue drains
   }
-  return wc;
+}
+
+Completion Endpoint::wait(CompletionQueue& cq, std::chrono::seconds limit) {
+  auto c = cq.wait(limit);
+  if (!c) fail("no completion in time");
+  return *c;
 }
 
 void Endpoint::print_stats() {
-  const auto& c = qp_->counters();
-  for (std::size_t i = 0; i < transport::kCounterNames.size(); ++i) {
-    std::printf("stat %s %llu\n", std::string(transport::kCounterNames[i]).c_str(),
-                static_cast<unsigned long long>(c.get(static_cast<transport::Counter>(i))));
-  }
-  for (std::size_t i = 0; i < engine::kEngineCounterNames.size(); ++i) {
-    std::printf("stat %s %llu\n", std::string(engine::kEngineCounterNames[i]).c_str(),
-                static_cast<unsigned long long>(
-                    dev_->engine().counters().get(static_cast<engine::EngineCounter>(i))));
-  }
+  for (const auto& [name, value] : qp_->counters())
+    std::printf("stat %s %llu\n", name.c_str(), static_cast<unsigned long long>(value));
+  for (const auto& [name, value] : dev_->counters())
+    std::printf("stat %s %llu\n", name.c_str(), static_cast<unsigned long long>(value));
   std::fflush(stdout);
 }
 

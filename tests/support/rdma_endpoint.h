@@ -2,21 +2,20 @@
 #pragma once
 
 // One end of a two-process RoCEv2 exchange over a real DPDK port, for the
-// two-process tests and benchmarks: a uroce device (lib/verbs: EAL, port,
-// engine and poll thread, memory regions), one RC QP; the two ends swap QP
+// two-process tests and benchmarks, written against uroce's public C++
+// API (include/uroce/uroce.h) alone: a device, an RC QP (optionally on a
+// shared receive queue) and a UD QP beside it; the two ends swap QP
 // numbers, PSNs and keys through files in a shared directory, and the
 // device resolves the peer's GID with ARP.
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
-#include <thread>
+#include <vector>
 
-#include "transport/qp.h"
-#include "verbs/device.h"
+#include "uroce/uroce.h"
 
 namespace uroce::test {
 
@@ -28,7 +27,7 @@ struct EndpointOptions {
   std::string ip;
   std::string peer;
   std::string dir;
-  engine::FaultConfig fault;
+  FaultSettings fault;
   bool hugepages = false;
   bool srq = false;       ///< the RC QP takes its receives from a shared receive queue
   std::uint32_t mtu = 0;  ///< link MTU; 0 keeps the port's
@@ -39,60 +38,52 @@ struct EndpointOptions {
 
 class Endpoint {
  public:
-  static constexpr unsigned kAllAccess =
-      transport::access::kLocalWrite | transport::access::kRemoteWrite |
-      transport::access::kRemoteRead | transport::access::kRemoteAtomic;
+  static constexpr std::uint32_t kUdQkey = 0x11111111;
 
   explicit Endpoint(const EndpointOptions& o);
   ~Endpoint();
 
-  transport::Qp& qp() { return *qp_; }
-  transport::Cq& send_cq() { return scq_; }
-  transport::Cq& recv_cq() { return rcq_; }
+  QueuePair& qp() { return *qp_; }
+  CompletionQueue& send_cq() { return *scq_; }
+  CompletionQueue& recv_cq() { return *rcq_; }
   /// Posts a receive to the RC QP, or to its SRQ if it has one.
-  int post_recv(const transport::RecvWr& wr) { return o_.srq ? srq_.post(wr) : qp_->post_recv(wr); }
+  int post_recv(const RecvWr& wr) { return srq_ ? srq_->post_recv(wr) : qp_->post_recv(wr); }
 
-  /// A UD QP beside the RC one, with CQs of its own, and the route and
-  /// QPN of the peer's UD QP (after connect()).
-  transport::Qp& ud() { return *ud_; }
-  transport::Cq& ud_send_cq() { return ud_scq_; }
-  transport::Cq& ud_recv_cq() { return ud_rcq_; }
-  const wire::RoceRoute& peer_ud_route() const { return peer_ud_route_; }
+  /// A UD QP beside the RC one, with CQs of its own, and an address handle
+  /// for the peer's UD QP (after connect()).
+  QueuePair& ud() { return *ud_; }
+  CompletionQueue& ud_send_cq() { return *ud_scq_; }
+  CompletionQueue& ud_recv_cq() { return *ud_rcq_; }
+  const AddressHandle& peer_ud_ah() const { return *peer_ah_; }
   std::uint32_t peer_ud_qpn() const { return peer_ud_qpn_; }
-  static constexpr std::uint32_t kUdQkey = 0x11111111;
-  verbs::Device& device() { return *dev_; }
+  Device& device() { return *dev_; }
 
   /// Registers [p, p + n) for every access; returns the key.
   std::uint32_t reg(const void* p, std::size_t n);
 
   /// Publishes our QP's number and PSN and `extra`, waits for the peer's,
-  /// resolves the peer and brings the QP to RTS. Returns the peer's info.
+  /// and connects both QPs. Returns the peer's info.
   Info connect(const Info& extra);
   /// Tells the peer we reached `name` and waits until it has too.
   void sync(const std::string& name, std::chrono::seconds limit = std::chrono::seconds(120));
 
   /// Posts, waiting while the send queue is full.
-  void post(const transport::SendWr& wr);
+  void post(const SendWr& wr);
   /// The next completion, or fail() after `limit`.
-  transport::Wc wait(transport::Cq& cq, std::chrono::seconds limit = std::chrono::seconds(60));
+  Completion wait(CompletionQueue& cq, std::chrono::seconds limit = std::chrono::seconds(60));
 
-  /// Prints "stat NAME VALUE" for every QP and engine counter.
+  /// Prints "stat NAME VALUE" for every counter of the RC QP and the engine.
   void print_stats();
 
  private:
-  static constexpr verbs::PdId kPd = 1;
   EndpointOptions o_;
-  std::unique_ptr<verbs::Device> dev_;
-  std::unique_ptr<verbs::PdMemory> memory_;
-  transport::Cq scq_{1024};
-  transport::Cq rcq_{1024};
-  transport::RecvQueue srq_{256, 4};
-  std::unique_ptr<transport::Qp> qp_;
-  std::uint32_t psn_ = 0;
-  transport::Cq ud_scq_{256};
-  transport::Cq ud_rcq_{256};
-  std::unique_ptr<transport::Qp> ud_;
-  wire::RoceRoute peer_ud_route_;
+  std::unique_ptr<Device> dev_;
+  std::unique_ptr<ProtectionDomain> pd_;
+  std::unique_ptr<CompletionQueue> scq_, rcq_, ud_scq_, ud_rcq_;
+  std::unique_ptr<SharedReceiveQueue> srq_;
+  std::unique_ptr<QueuePair> qp_, ud_;
+  std::vector<std::unique_ptr<MemoryRegion>> mrs_;
+  std::unique_ptr<AddressHandle> peer_ah_;
   std::uint32_t peer_ud_qpn_ = 0;
 };
 

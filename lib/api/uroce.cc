@@ -1,0 +1,446 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// include/uroce/uroce.h over lib/verbs: each public object holds the
+// verbs-layer or transport object that does the work, and calls convert
+// between the public structs and the transport's.
+
+#include "uroce/uroce.h"
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cerrno>
+#include <thread>
+
+#include "engine/engine.h"
+#include "transport/limits.h"
+#include "transport/random.h"
+#include "verbs/device.h"
+#include "verbs/queue_pair.h"
+
+namespace uroce {
+
+namespace tp = transport;
+
+static_assert(static_cast<int>(Opcode::kAtomicFetchAndAdd) ==
+              static_cast<int>(tp::WrOpcode::kAtomicFetchAndAdd));
+static_assert(static_cast<int>(WcStatus::kGeneralErr) ==
+              static_cast<int>(tp::WcStatus::kGeneralErr));
+static_assert(static_cast<int>(WcOpcode::kRecvRdmaWithImm) ==
+              static_cast<int>(tp::WcOpcode::kRecvRdmaWithImm));
+static_assert(static_cast<int>(QpState::kErr) == static_cast<int>(tp::QpState::kErr));
+static_assert(wc_flags::kGrh == tp::wc_flags::kGrh && wc_flags::kWithImm == tp::wc_flags::kWithImm);
+static_assert(access::kRemoteAtomic == tp::access::kRemoteAtomic);
+static_assert(send_flags::kInline == tp::send_flags::kInline);
+
+// --- Gid ---------------------------------------------------------------
+
+std::optional<Gid> Gid::from_ip(std::string_view ip) {
+  const auto a = wire::IpAddr::parse(std::string(ip));
+  if (!a) return std::nullopt;
+  return Gid{a->bytes};
+}
+
+std::string Gid::to_string() const {
+  wire::IpAddr a;
+  a.bytes = raw;
+  return a.to_string();
+}
+
+const char* to_string(WcStatus s) {
+  switch (s) {
+    case WcStatus::kSuccess:
+      return "success";
+    case WcStatus::kLocLenErr:
+      return "local length error";
+    case WcStatus::kLocQpOpErr:
+      return "local QP operation error";
+    case WcStatus::kLocProtErr:
+      return "local protection error";
+    case WcStatus::kWrFlushErr:
+      return "Work Request Flushed Error";
+    case WcStatus::kBadRespErr:
+      return "bad response error";
+    case WcStatus::kLocAccessErr:
+      return "local access error";
+    case WcStatus::kRemInvReqErr:
+      return "remote invalid request error";
+    case WcStatus::kRemAccessErr:
+      return "remote access error";
+    case WcStatus::kRemOpErr:
+      return "remote operation error";
+    case WcStatus::kRetryExcErr:
+      return "transport retry counter exceeded";
+    case WcStatus::kRnrRetryExcErr:
+      return "RNR retry counter exceeded";
+    case WcStatus::kFatalErr:
+      return "fatal error";
+    case WcStatus::kGeneralErr:
+      return "general error";
+  }
+  return "unknown";
+}
+
+// --- Impl structs ----------------------------------------------------------
+
+struct Device::Impl {
+  std::unique_ptr<verbs::Device> dev;
+  std::atomic<verbs::PdId> next_pd{1};
+};
+
+struct ProtectionDomain::Impl {
+  verbs::Device* dev = nullptr;
+  verbs::PdId id = 0;
+};
+
+struct MemoryRegion::Impl {
+  verbs::Device* dev = nullptr;
+  verbs::MrInfo keys;
+  void* addr = nullptr;
+  std::size_t length = 0;
+};
+
+struct CompletionQueue::Impl {
+  Impl(verbs::Device* d, std::uint32_t depth) : dev(d), cq(depth) {}
+  verbs::Device* dev;
+  tp::Cq cq;
+};
+
+struct SharedReceiveQueue::Impl {
+  Impl(std::uint32_t max_wr, std::uint32_t max_sge) : rq(max_wr, max_sge) {}
+  tp::RecvQueue rq;
+};
+
+struct AddressHandle::Impl {
+  wire::RoceRoute route;
+};
+
+struct QueuePair::Impl {
+  verbs::Device* dev = nullptr;
+  std::unique_ptr<verbs::QueuePair> qp;
+  std::uint32_t psn = 0;
+};
+
+namespace {
+
+std::vector<Counter> qp_counters(const tp::Qp& qp) {
+  std::vector<Counter> out;
+  for (std::size_t i = 0; i < tp::kCounterNames.size(); ++i)
+    out.emplace_back(std::string(tp::kCounterNames[i]),
+                     qp.counters().get(static_cast<tp::Counter>(i)));
+  return out;
+}
+
+int copy_sges(std::span<const Sge> in, std::uint32_t max, tp::Sge* out, std::uint32_t* n) {
+  if (in.size() > max) return EINVAL;
+  for (std::size_t i = 0; i < in.size(); ++i) out[i] = {in[i].addr, in[i].length, in[i].lkey};
+  *n = static_cast<std::uint32_t>(in.size());
+  return 0;
+}
+
+Completion from_wc(const tp::Wc& w) {
+  Completion c;
+  c.wr_id = w.wr_id;
+  c.status = static_cast<WcStatus>(w.status);
+  c.opcode = static_cast<WcOpcode>(w.opcode);
+  c.byte_len = w.byte_len;
+  c.imm_data = w.imm_data;
+  c.qp_num = w.qp_num;
+  c.src_qp = w.src_qp;
+  c.flags = w.wc_flags;
+  return c;
+}
+
+void set(int* err, int value) {
+  if (err) *err = value;
+}
+
+}  // namespace
+
+// --- Device ------------------------------------------------------------------
+
+Device::Device(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Device::~Device() = default;
+
+std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& config,
+                                     std::string* error) {
+  std::string why;
+  auto dev = verbs::Device::open(dc, config, &why);
+  if (!dev) {
+    if (error) *error = why;
+    return nullptr;
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->dev = std::move(dev);
+  return std::unique_ptr<Device>(new Device(std::move(impl)));
+}
+
+std::unique_ptr<Device> Device::open(const std::string& name, std::string* error) {
+  ConfigResult r = load_config();
+  if (!r.config) {
+    if (error) *error = r.error;
+    return nullptr;
+  }
+  for (const DeviceConfig& dc : r.config->devices)
+    if (dc.name == name) return open(dc, *r.config, error);
+  if (error) *error = "no device '" + name + "' in the configuration";
+  return nullptr;
+}
+
+const std::string& Device::name() const { return impl_->dev->name(); }
+
+PortInfo Device::port() const {
+  const verbs::PortAttr p = impl_->dev->port_attr();
+  PortInfo info;
+  info.active = p.state == verbs::PortState::kActive;
+  info.active_mtu = wire::mtu_bytes(p.active_mtu);
+  for (const wire::IpAddr& g : impl_->dev->gids()) info.gids.push_back(Gid{g.bytes});
+  info.node_guid = impl_->dev->attr().node_guid;
+  return info;
+}
+
+std::unique_ptr<ProtectionDomain> Device::alloc_pd() {
+  auto impl = std::make_unique<ProtectionDomain::Impl>();
+  impl->dev = impl_->dev.get();
+  impl->id = impl_->next_pd.fetch_add(1);
+  return std::unique_ptr<ProtectionDomain>(new ProtectionDomain(std::move(impl)));
+}
+
+std::unique_ptr<CompletionQueue> Device::create_cq(std::uint32_t depth, int* err) {
+  if (depth == 0 || depth > impl_->dev->attr().max_cqe) {
+    set(err, EINVAL);
+    return nullptr;
+  }
+  auto impl = std::make_unique<CompletionQueue::Impl>(impl_->dev.get(), depth);
+  return std::unique_ptr<CompletionQueue>(new CompletionQueue(std::move(impl)));
+}
+
+void Device::poll() { impl_->dev->engine().poll(engine::now_ns()); }
+
+std::vector<Counter> Device::counters() const {
+  std::vector<Counter> out;
+  const engine::EngineCounters& c = impl_->dev->engine().counters();
+  for (std::size_t i = 0; i < engine::kEngineCounterNames.size(); ++i)
+    out.emplace_back(std::string(engine::kEngineCounterNames[i]),
+                     c.get(static_cast<engine::EngineCounter>(i)));
+  for (std::size_t i = 1; i < wire::kDropReasonNames.size(); ++i)
+    out.emplace_back("drop_" + std::string(wire::kDropReasonNames[i]),
+                     c.drops(static_cast<wire::DropReason>(i)));
+  return out;
+}
+
+// --- CompletionQueue --------------------------------------------------------
+
+CompletionQueue::CompletionQueue(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CompletionQueue::~CompletionQueue() = default;
+
+std::size_t CompletionQueue::poll(std::span<Completion> out) {
+  tp::Wc buf[32];
+  std::size_t got = 0;
+  for (int attempt = 0; attempt < 2 && got == 0; ++attempt) {
+    if (attempt == 1) impl_->dev->progress().drive();  // empty: move the datapath, look again
+    while (got < out.size()) {
+      const auto want = static_cast<std::uint32_t>(std::min<std::size_t>(out.size() - got, 32));
+      const std::uint32_t n = impl_->cq.poll(buf, want);
+      for (std::uint32_t i = 0; i < n; ++i) out[got + i] = from_wc(buf[i]);
+      got += n;
+      if (n < want) break;
+    }
+  }
+  return got;
+}
+
+std::optional<Completion> CompletionQueue::wait(std::chrono::milliseconds timeout) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  Completion c;
+  for (;;) {
+    if (poll({&c, 1}) == 1) return c;
+    if (std::chrono::steady_clock::now() > end) return std::nullopt;
+  }
+}
+
+// --- MemoryRegion -----------------------------------------------------------
+
+MemoryRegion::MemoryRegion(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+MemoryRegion::~MemoryRegion() { impl_->dev->mrs().dereg(impl_->keys.lkey); }
+std::uint32_t MemoryRegion::lkey() const { return impl_->keys.lkey; }
+std::uint32_t MemoryRegion::rkey() const { return impl_->keys.rkey; }
+void* MemoryRegion::addr() const { return impl_->addr; }
+std::size_t MemoryRegion::length() const { return impl_->length; }
+
+// --- SharedReceiveQueue, AddressHandle ---------------------------------------
+
+SharedReceiveQueue::SharedReceiveQueue(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+SharedReceiveQueue::~SharedReceiveQueue() = default;
+
+int SharedReceiveQueue::post_recv(const RecvWr& wr) {
+  tp::RecvWr r;
+  r.wr_id = wr.wr_id;
+  if (int rc = copy_sges(wr.sges, impl_->rq.max_sge(), r.sg_list.data(), &r.num_sge); rc != 0)
+    return rc;
+  return impl_->rq.post(r);
+}
+
+AddressHandle::AddressHandle(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+AddressHandle::~AddressHandle() = default;
+
+// --- ProtectionDomain --------------------------------------------------------
+
+ProtectionDomain::ProtectionDomain(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ProtectionDomain::~ProtectionDomain() = default;
+
+std::unique_ptr<MemoryRegion> ProtectionDomain::reg_mr(void* addr, std::size_t length, unsigned acc,
+                                                       int* err) {
+  auto impl = std::make_unique<MemoryRegion::Impl>();
+  impl->dev = impl_->dev;
+  impl->addr = addr;
+  impl->length = length;
+  if (acc & ~access::kAll) {
+    set(err, EINVAL);
+    return nullptr;
+  }
+  const auto iova = reinterpret_cast<std::uint64_t>(addr);
+  if (int rc = impl_->dev->mrs().reg(impl_->id, addr, length, iova, acc, &impl->keys); rc != 0) {
+    set(err, rc);
+    return nullptr;
+  }
+  return std::unique_ptr<MemoryRegion>(new MemoryRegion(std::move(impl)));
+}
+
+std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInit& init, int* err) {
+  if (!init.send_cq || !init.recv_cq) {
+    set(err, EINVAL);
+    return nullptr;
+  }
+  verbs::QpCaps caps;
+  caps.type = static_cast<tp::QpType>(init.type);
+  caps.max_send_wr = init.max_send_wr;
+  caps.max_recv_wr = init.max_recv_wr;
+  caps.max_send_sge = init.max_send_sge;
+  caps.max_recv_sge = init.max_recv_sge;
+  caps.max_inline_data = init.max_inline_data;
+  caps.sq_sig_all = init.sq_sig_all;
+  auto impl = std::make_unique<QueuePair::Impl>();
+  impl->dev = impl_->dev;
+  impl->psn = tp::secure_random_psn();
+  if (int rc = verbs::QueuePair::create(
+          *impl_->dev, impl_->id, caps, &init.send_cq->impl_->cq, &init.recv_cq->impl_->cq,
+          init.srq ? &init.srq->impl_->rq : nullptr, nullptr, &impl->qp);
+      rc != 0) {
+    set(err, rc);
+    return nullptr;
+  }
+  return std::unique_ptr<QueuePair>(new QueuePair(std::move(impl)));
+}
+
+std::unique_ptr<SharedReceiveQueue> ProtectionDomain::create_srq(std::uint32_t max_wr,
+                                                                 std::uint32_t max_sge, int* err) {
+  if (max_wr == 0 || max_wr > tp::kMaxQpWr || max_sge == 0 || max_sge > tp::kMaxSge) {
+    set(err, EINVAL);
+    return nullptr;
+  }
+  auto impl = std::make_unique<SharedReceiveQueue::Impl>(max_wr, max_sge);
+  return std::unique_ptr<SharedReceiveQueue>(new SharedReceiveQueue(std::move(impl)));
+}
+
+std::unique_ptr<AddressHandle> ProtectionDomain::create_ah(const Gid& dgid, std::uint8_t sgid_index,
+                                                           int* err) {
+  verbs::AddressVector av;
+  av.sgid_index = sgid_index;
+  av.dgid = dgid.raw;
+  auto impl = std::make_unique<AddressHandle::Impl>();
+  if (int rc = impl_->dev->resolve(av, 0, 0, &impl->route); rc != 0) {
+    set(err, rc);
+    return nullptr;
+  }
+  return std::unique_ptr<AddressHandle>(new AddressHandle(std::move(impl)));
+}
+
+// --- QueuePair -----------------------------------------------------------------
+
+QueuePair::QueuePair(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+QueuePair::~QueuePair() = default;
+std::uint32_t QueuePair::qpn() const { return impl_->qp->qp().qpn(); }
+std::uint32_t QueuePair::psn() const { return impl_->psn; }
+QpState QueuePair::state() const { return static_cast<QpState>(impl_->qp->qp().state()); }
+
+int QueuePair::connect(const Remote& peer, const ConnectOptions& o) {
+  using namespace tp::attr_mask;
+  verbs::QueuePair& q = *impl_->qp;
+  const tp::QpType type = q.qp().type();
+  wire::Mtu mtu = impl_->dev->port_attr().active_mtu;
+  if (o.path_mtu != 0) {
+    const auto code = std::countr_zero(o.path_mtu) - 7;  // 256 -> 1 ... 4096 -> 5
+    if (std::popcount(o.path_mtu) != 1 || !wire::mtu_from_code(static_cast<unsigned>(code)))
+      return EINVAL;
+    mtu = static_cast<wire::Mtu>(code);
+  }
+  tp::QpAttr a;
+  a.qp_state = tp::QpState::kInit;
+  a.qp_access_flags = o.access;
+  a.qkey = o.qkey;
+  if (type == tp::QpType::kUd) {
+    if (int rc = q.modify(a, nullptr, kState | kPkeyIndex | kPort | kQkey); rc != 0) return rc;
+    a.qp_state = tp::QpState::kRtr;
+    if (int rc = q.modify(a, nullptr, kState); rc != 0) return rc;
+    a.qp_state = tp::QpState::kRts;
+    a.sq_psn = impl_->psn;
+    return q.modify(a, nullptr, kState | kSqPsn);
+  }
+  const bool rc_qp = type == tp::QpType::kRc;
+  if (int rc = q.modify(a, nullptr, kState | kPkeyIndex | kPort | kAccessFlags); rc != 0) return rc;
+  verbs::AddressVector av;
+  av.sgid_index = o.sgid_index;
+  av.dgid = peer.gid.raw;
+  a.qp_state = tp::QpState::kRtr;
+  a.path_mtu = mtu;
+  a.dest_qp_num = peer.qpn;
+  a.rq_psn = peer.psn;
+  a.max_dest_rd_atomic = o.max_dest_rd_atomic;
+  a.min_rnr_timer = o.min_rnr_timer;
+  if (int rc = q.modify(a, &av,
+                        kState | kAv | kPathMtu | kDestQpn | kRqPsn |
+                            (rc_qp ? kMaxDestRdAtomic | kMinRnrTimer : 0));
+      rc != 0)
+    return rc;
+  a.qp_state = tp::QpState::kRts;
+  a.sq_psn = impl_->psn;
+  a.timeout = o.timeout;
+  a.retry_cnt = o.retry_cnt;
+  a.rnr_retry = o.rnr_retry;
+  a.max_rd_atomic = o.max_rd_atomic;
+  return q.modify(
+      a, nullptr,
+      kState | kSqPsn | (rc_qp ? kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic : 0));
+}
+
+int QueuePair::post_send(const SendWr& wr) {
+  tp::SendWr w;
+  w.wr_id = wr.wr_id;
+  w.opcode = static_cast<tp::WrOpcode>(wr.opcode);
+  w.send_flags = wr.flags;
+  if (int rc = copy_sges(wr.sges, tp::kMaxSge, w.sg_list.data(), &w.num_sge); rc != 0) return rc;
+  w.imm_data = wr.imm_data;
+  w.remote_addr = wr.remote_addr;
+  w.rkey = wr.rkey;
+  w.compare_add = wr.compare_add;
+  w.swap = wr.swap;
+  if (wr.ah) {
+    w.ud.route = &wr.ah->impl_->route;
+    w.ud.remote_qpn = wr.remote_qpn;
+    w.ud.remote_qkey = wr.remote_qkey;
+  }
+  const int rc = impl_->qp->qp().post_send(w);
+  impl_->dev->progress().drive();  // let it out now if the engine is free
+  return rc;
+}
+
+int QueuePair::post_recv(const RecvWr& wr) {
+  tp::RecvWr r;
+  r.wr_id = wr.wr_id;
+  if (int rc = copy_sges(wr.sges, tp::kMaxSge, r.sg_list.data(), &r.num_sge); rc != 0) return rc;
+  return impl_->qp->qp().post_recv(r);
+}
+
+std::vector<Counter> QueuePair::counters() const { return qp_counters(impl_->qp->qp()); }
+
+}  // namespace uroce
