@@ -25,6 +25,9 @@ enum class EngineCounter : std::uint8_t {
   kTxArpReply,
   kTxArpRequest,
   kRxIcmpEcho,
+  kRxNdp,  ///< neighbour solicitations and advertisements
+  kTxNeighborAdvert,
+  kTxNeighborSolicit,
   kRxMacControl,
   kRxOther,
   kFaultDropped,
@@ -36,10 +39,26 @@ enum class EngineCounter : std::uint8_t {
 
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(EngineCounter::kCount)>
     kEngineCounterNames = {
-        "rx_bursts",       "rx_frames",       "tx_frames", "tx_dropped",    "rx_roce",
-        "rx_not_our_ip",   "rx_unknown_qpn",  "rx_arp",    "tx_arp_reply",  "tx_arp_request",
-        "rx_icmp_echo",    "rx_mac_control",  "rx_other",  "fault_dropped", "fault_duplicated",
-        "fault_reordered", "fault_corrupted",
+        "rx_bursts",
+        "rx_frames",
+        "tx_frames",
+        "tx_dropped",
+        "rx_roce",
+        "rx_not_our_ip",
+        "rx_unknown_qpn",
+        "rx_arp",
+        "tx_arp_reply",
+        "tx_arp_request",
+        "rx_icmp_echo",
+        "rx_ndp",
+        "tx_neighbor_advert",
+        "tx_neighbor_solicit",
+        "rx_mac_control",
+        "rx_other",
+        "fault_dropped",
+        "fault_duplicated",
+        "fault_reordered",
+        "fault_corrupted",
 };
 static_assert(kEngineCounterNames.back() == "fault_corrupted");
 

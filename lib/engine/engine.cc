@@ -10,6 +10,7 @@
 #include "wire/icmp.h"
 #include "wire/icrc.h"
 #include "wire/mac_control.h"
+#include "wire/ndp.h"
 #include "wire/roce_parser.h"
 
 namespace uroce::engine {
@@ -140,6 +141,10 @@ void Engine::receive_one(ConstBytes frame, Nanos now) {
       }
       break;
     case wire::ether_type::kIpv6:
+      if (frame.size() >= l3 + 40 && frame[l3 + 6] == wire::ip_proto::kIcmpv6) {
+        on_ndp(frame);
+        return;
+      }
       break;
     default:
       counters_.inc(EngineCounter::kRxOther);
@@ -182,6 +187,27 @@ void Engine::on_arp(ConstBytes frame) {
   counters_.inc(EngineCounter::kTxArpReply);
 }
 
+void Engine::on_ndp(ConstBytes frame) {
+  wire::NdpPacket nd;
+  if (!wire::parse_ndp_frame(frame, nd)) {
+    counters_.inc(EngineCounter::kRxOther);  // other ICMPv6, or not well formed
+    return;
+  }
+  counters_.inc(EngineCounter::kRxNdp);
+  if (nd.type == wire::icmpv6_type::kNeighborAdvertisement) {
+    if (nd.has_link_addr) neighbors_.learn(nd.target, nd.link_addr);
+    return;
+  }
+  // A solicitation teaches us the solicitor's address too (RFC 4861 7.2.3).
+  if (nd.has_link_addr && nd.src != wire::IpAddr{}) neighbors_.learn(nd.src, nd.link_addr);
+  if (!is_local(nd.target)) return;
+  std::uint8_t reply[128];
+  const std::size_t n = wire::build_neighbor_advertisement(reply, nd, mac_, nd.target);
+  if (n == 0) return;
+  send_raw(ConstBytes(reply, n));
+  counters_.inc(EngineCounter::kTxNeighborAdvert);
+}
+
 void Engine::on_icmp(ConstBytes frame) {
   std::uint8_t reply[2048];
   if (frame.size() > sizeof(reply)) return;
@@ -206,9 +232,19 @@ void Engine::send_raw(ConstBytes frame) {
 }
 
 void Engine::send_arp_request(const wire::IpAddr& target) {
+  const bool v4 = target.is_v4();
   const auto src = std::find_if(cfg_.addresses.begin(), cfg_.addresses.end(),
-                                [](const wire::IpAddr& a) { return a.is_v4(); });
-  if (src == cfg_.addresses.end() || !target.is_v4()) return;
+                                [v4](const wire::IpAddr& a) { return a.is_v4() == v4; });
+  if (src == cfg_.addresses.end()) return;
+  if (!v4) {
+    // IPv6: a Neighbor Solicitation to the target's solicited-node group.
+    std::uint8_t ns[128];
+    const std::size_t n = wire::build_neighbor_solicitation(ns, mac_, *src, target);
+    if (n == 0) return;
+    send_raw(ConstBytes(ns, n));
+    counters_.inc(EngineCounter::kTxNeighborSolicit);
+    return;
+  }
   std::uint8_t req[wire::kMinFrameSize];
   wire::build_arp_request(req, mac_, src->v4(), target.v4());
   send_raw(req);
@@ -218,7 +254,6 @@ void Engine::send_arp_request(const wire::IpAddr& target) {
 std::optional<wire::MacAddr> Engine::resolve(const wire::IpAddr& ip,
                                              std::chrono::milliseconds timeout) {
   if (auto mac = neighbors_.lookup(ip)) return mac;
-  if (!ip.is_v4()) return std::nullopt;  // IPv6 neighbour discovery: not yet
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   auto next_request = std::chrono::steady_clock::now();
   while (std::chrono::steady_clock::now() < deadline) {
@@ -234,7 +269,8 @@ std::optional<wire::MacAddr> Engine::resolve(const wire::IpAddr& ip,
     }
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
-  log::get().warn("no ARP answer from {} in {} ms", ip.to_string(), timeout.count());
+  log::get().warn("no {} answer from {} in {} ms", ip.is_v4() ? "ARP" : "neighbour discovery",
+                  ip.to_string(), timeout.count());
   return std::nullopt;
 }
 

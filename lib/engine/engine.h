@@ -111,7 +111,9 @@ class Engine {
   void receive_one(wire::ConstBytes frame, Nanos now);
   void on_arp(wire::ConstBytes frame);
   void on_icmp(wire::ConstBytes frame);
+  void on_ndp(wire::ConstBytes frame);
   void send_raw(wire::ConstBytes frame);
+  /// ARP for an IPv4 target, a Neighbor Solicitation for an IPv6 one.
   void send_arp_request(const wire::IpAddr& target);
   void run_timers(Nanos now);
   void rearm(transport::Qp& qp);

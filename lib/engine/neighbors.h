@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #pragma once
 
-// The neighbour table: IP address to MAC, learnt from ARP. Written by the
-// engine thread, read by whoever resolves an address vector.
+// The neighbour table: IP address to MAC, learnt from ARP and IPv6
+// neighbour discovery. Written by the engine thread, read by whoever
+// resolves an address vector.
 
 #include <map>
 #include <mutex>

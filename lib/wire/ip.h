@@ -19,6 +19,7 @@ namespace uroce::wire {
 namespace ip_proto {
 inline constexpr std::uint8_t kIcmp = 1;
 inline constexpr std::uint8_t kUdp = 17;
+inline constexpr std::uint8_t kIcmpv6 = 58;
 }  // namespace ip_proto
 
 /// The two ECN bits of the IP traffic class (RFC 3168).
@@ -84,6 +85,12 @@ std::uint16_t inet_checksum(const std::uint8_t* p, std::size_t len, std::uint32_
 /// to its end. Never 0: a computed 0 is sent as 0xFFFF (RFC 768).
 std::uint16_t udp6_checksum(const IpAddr& src, const IpAddr& dst,
                             std::span<const ConstBytes> datagram);
+
+/// The checksum of an upper-layer packet over IPv6 with next header
+/// `proto` (RFC 8200 8.1): UDP, or ICMPv6 (RFC 4443), whose checksum is
+/// sent as computed.
+std::uint16_t ip6_checksum(const IpAddr& src, const IpAddr& dst, std::uint8_t proto,
+                           std::span<const ConstBytes> packet);
 
 /// The IPv6 fixed header (40 bytes).
 struct Ipv6Hdr {

@@ -91,6 +91,7 @@ struct Pair {
   std::string server;  ///< the program and its arguments on host b
   std::string client;  ///< ... on host a; "{peer}" becomes b's TCP address
   std::string expect;  ///< a regular expression the client's output must match
+  bool ipv6 = false;   ///< RoCEv2 over IPv6: every RoCE frame must be IPv6
   unsigned port = 18515;
 };
 
@@ -107,11 +108,12 @@ class Interop : public ::testing::Test {
 
   std::string ns(char host) const { return prefix_ + host; }
 
-  // The program under uroce-run on `host`, with uroce's address there.
+  // The program under uroce-run on `host`, with uroce's addresses there
+  // (GID 1 IPv4, GID 2 IPv6).
   std::string over_uroce(char host, const std::string& program) const {
     return "ip netns exec " + ns(host) + " " + std::string(UROCE_BIN_DIR) +
-           "/uroce-run --port net_af_packet0,iface=rdma --ip 10.77.0." + (host == 'a' ? "1" : "2") +
-           "/24 -- " + program;
+           "/uroce-run --port net_af_packet0,iface=rdma --ip " +
+           (host == 'a' ? "10.77.0.1/24,fd77::1/64" : "10.77.0.2/24,fd77::2/64") + " -- " + program;
   }
 
   bool listening(char host, unsigned port) {
@@ -159,13 +161,14 @@ class Interop : public ::testing::Test {
         << "the client did not report a result matching " << r.expect << ":\n"
         << out;
     // A one-way transfer (UC or UD) shows RoCEv2 at one end only.
-    const std::size_t roce = check_capture(dir + "/a.pcap") + check_capture(dir + "/b.pcap");
+    const std::size_t roce =
+        check_capture(dir + "/a.pcap", r.ipv6) + check_capture(dir + "/b.pcap", r.ipv6);
     EXPECT_GT(roce, 0u) << "no RoCEv2 frame on the link";
   }
 
   // Every RoCEv2 frame parses with a correct ICRC, and tshark decodes it
   // as InfiniBand with nothing malformed. Returns how many there were.
-  std::size_t check_capture(const std::string& pcap) {
+  std::size_t check_capture(const std::string& pcap, bool ipv6) {
     const auto frames = test::read_pcap(pcap);
     std::size_t roce = 0;
     for (std::size_t i = 0; i < frames.size(); ++i) {
@@ -175,6 +178,9 @@ class Interop : public ::testing::Test {
           why == wire::DropReason::kNotRoceV2Port)
         continue;  // not RoCEv2 (ARP, say)
       ++roce;
+      if (why == wire::DropReason::kNone) {
+        EXPECT_EQ(pkt.ipv6, ipv6) << pcap << " frame " << i + 1 << " is IPv" << (pkt.ipv6 ? 6 : 4);
+      }
       EXPECT_EQ(why, wire::DropReason::kNone)
           << pcap << " frame " << i + 1 << ": "
           << wire::kDropReasonNames[static_cast<std::size_t>(why)];
@@ -240,10 +246,11 @@ TEST_F(Interop, IbvDevinfoShowsAnActiveRoceV2Port) {
   int rc = 0;
   const std::string out = run_one("ibv_devinfo -v", &rc);
   ASSERT_EQ(rc, 0) << out;
-  for (const char* want : {R"(hca_id:\s+uroce0)", R"(state:\s+PORT_ACTIVE)",
-                           R"(link_layer:\s+Ethernet)", R"(max_mtu:\s+4096)",
-                           R"(active_mtu:\s+1024)", R"(GID\[\s*0\]:\s+fe80::[0-9a-f:]+, RoCE v2)",
-                           R"(GID\[\s*1\]:\s+::ffff:10\.77\.0\.1, RoCE v2)"}) {
+  for (const char* want :
+       {R"(hca_id:\s+uroce0)", R"(state:\s+PORT_ACTIVE)", R"(link_layer:\s+Ethernet)",
+        R"(max_mtu:\s+4096)", R"(active_mtu:\s+1024)",
+        R"(GID\[\s*0\]:\s+fe80::[0-9a-f:]+, RoCE v2)",
+        R"(GID\[\s*1\]:\s+::ffff:10\.77\.0\.1, RoCE v2)", R"(GID\[\s*2\]:\s+fd77::1, RoCE v2)"}) {
     EXPECT_TRUE(std::regex_search(out, std::regex(want))) << "no " << want << " in\n" << out;
   }
   const std::string brief = run_one("ibv_devinfo -d uroce0", &rc);
@@ -298,6 +305,25 @@ TEST_F(InteropJumbo, IbWriteBwUsesPathMtu4096) {
 TEST_F(InteropJumbo, IbReadBw) { run(perftest("ib_read_bw", "-n 200", kBwLine)); }
 TEST_F(InteropJumbo, IbSendBwUd) {
   run(perftest("ib_send_bw", "-c UD -n 200", R"(Mtu\s*:\s*4096\[B\])"));
+}
+
+// RoCEv2 over IPv6: the GID of uroce's IPv6 address (index 2), peers
+// resolved with neighbour discovery.
+TEST_F(Interop, RcPingpongIpv6) {
+  Pair p = pingpong("ibv_rc_pingpong", "-c");
+  for (std::string* cmd : {&p.server, &p.client}) cmd->replace(cmd->find("-g 1"), 4, "-g 2");
+  p.ipv6 = true;
+  run(p);
+}
+TEST_F(Interop, IbWriteBwIpv6) {
+  Pair p = perftest("ib_write_bw", "-n 200 -x 2", kBwLine);
+  p.ipv6 = true;
+  run(p);
+}
+TEST_F(Interop, IbSendLatUdIpv6) {
+  Pair p = perftest("ib_send_lat", "-c UD -n 200 -x 2", kLatLine);
+  p.ipv6 = true;
+  run(p);
 }
 
 // perftest, UC and UD.

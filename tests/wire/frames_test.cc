@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "support/wire_samples.h"
 #include "wire/arp.h"
 #include "wire/cnp.h"
 #include "wire/icmp.h"
 #include "wire/mac_control.h"
+#include "wire/ndp.h"
 #include "wire/roce_parser.h"
 
 namespace uroce::wire {
@@ -111,6 +114,43 @@ std::vector<std::uint8_t> echo_request() {
   for (int i = 0; i < 56; ++i) icmp[8 + i] = static_cast<std::uint8_t>(i);
   store_be16(icmp + 2, inet_checksum(icmp, 64));
   return f;
+}
+
+TEST(Ndp, SolicitationAndAdvertisementRoundTrip) {
+  const IpAddr us = *IpAddr::parse("fd77::1"), peer = *IpAddr::parse("fd77::2:3344");
+  std::array<std::uint8_t, 128> ns{};
+  const std::size_t n = build_neighbor_solicitation(ns, kMac, us, peer);
+  ASSERT_EQ(n, 86u);
+  // To the solicited-node group of the target.
+  EXPECT_EQ(solicited_node_mac(peer), (MacAddr{{0x33, 0x33, 0xFF, 0x02, 0x33, 0x44}}));
+  EXPECT_EQ(std::memcmp(ns.data(), solicited_node_mac(peer).bytes.data(), 6), 0);
+  NdpPacket s;
+  ASSERT_TRUE(parse_ndp_frame(ConstBytes(ns.data(), n), s));
+  EXPECT_EQ(s.type, icmpv6_type::kNeighborSolicitation);
+  EXPECT_EQ(s.src, us);
+  EXPECT_EQ(s.target, peer);
+  ASSERT_TRUE(s.has_link_addr);
+  EXPECT_EQ(s.link_addr, kMac);
+
+  const MacAddr theirs = {{0x02, 0, 0, 0, 0, 0x77}};
+  std::array<std::uint8_t, 128> na{};
+  const std::size_t m = build_neighbor_advertisement(na, s, theirs, peer);
+  ASSERT_EQ(m, 86u);
+  NdpPacket a;
+  ASSERT_TRUE(parse_ndp_frame(ConstBytes(na.data(), m), a));
+  EXPECT_EQ(a.type, icmpv6_type::kNeighborAdvertisement);
+  EXPECT_EQ(a.target, peer);
+  EXPECT_EQ(a.link_addr, theirs);
+  EXPECT_EQ(std::memcmp(na.data(), kMac.bytes.data(), 6), 0) << "unicast to the solicitor";
+
+  // A flipped bit fails the checksum; a forwarded one (hop limit < 255)
+  // is not from the link.
+  na[70] ^= 1;
+  EXPECT_FALSE(parse_ndp_frame(ConstBytes(na.data(), m), a));
+  na[70] ^= 1;
+  na[14 + 7] = 64;
+  EXPECT_FALSE(parse_ndp_frame(ConstBytes(na.data(), m), a));
+  EXPECT_FALSE(parse_ndp_frame(ConstBytes(ns.data(), 60), s)) << "truncated";
 }
 
 TEST(IcmpEcho, ReplySwapsAddressesAndKeepsIdSequenceAndData) {

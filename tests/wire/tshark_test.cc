@@ -15,6 +15,7 @@
 #include "wire/arp.h"
 #include "wire/icrc.h"
 #include "wire/mac_control.h"
+#include "wire/ndp.h"
 
 namespace uroce::wire {
 namespace {
@@ -131,6 +132,21 @@ std::vector<Case> build_cases() {
   Case reply{test::Frame(60), "ARP reply", {{"arp.opcode", 2}}};
   build_arp_reply(reply.frame, req, {{0x02, 0, 0, 0, 0, 0x20}}, 0x0A000002);
   cases.push_back(reply);
+
+  // IPv6 neighbour discovery; checksum status 1 is Wireshark's "Good".
+  const IpAddr us = *IpAddr::parse("fd77::1"), peer = *IpAddr::parse("fd77::2");
+  Case ns{test::Frame(86),
+          "Neighbor Solicitation",
+          {{"icmpv6.type", 135}, {"icmpv6.checksum.status", 1}, {"ipv6.hlim", 255}}};
+  build_neighbor_solicitation(ns.frame, mac, us, peer);
+  cases.push_back(ns);
+  NdpPacket sol;
+  if (!parse_ndp_frame(ns.frame, sol)) throw std::logic_error("NS does not parse");
+  Case na{test::Frame(86),
+          "Neighbor Advertisement",
+          {{"icmpv6.type", 136}, {"icmpv6.checksum.status", 1}, {"icmpv6.nd.na.flag.s", 1}}};
+  build_neighbor_advertisement(na.frame, sol, {{0x02, 0, 0, 0, 0, 0x20}}, peer);
+  cases.push_back(na);
   return cases;
 }
 
