@@ -31,6 +31,17 @@ constexpr unsigned kSendFlags =
 // are refused.
 constexpr int kKnownMask = (IBV_QP_DEST_QPN << 1) - 1;
 
+// An enum field as the integer the program stored in it: values outside
+// the enum are the program's mistake to refuse, and loading them as the
+// enum would be undefined.
+template <typename E>
+std::uint32_t raw(const E& field) {
+  static_assert(sizeof(E) == sizeof(std::uint32_t));
+  std::uint32_t v;
+  std::memcpy(&v, &field, sizeof(v));
+  return v;
+}
+
 ibv_qp* create(ibv_context* context, const ibv_qp_init_attr_ex& a) {
   UContext* c = ours(context);
   if (!a.pd || ours(a.pd->context) != c || !a.send_cq || !a.recv_cq ||
@@ -44,7 +55,7 @@ ibv_qp* create(ibv_context* context, const ibv_qp_init_attr_ex& a) {
     return nullptr;
   }
   verbs::QpCaps caps;
-  switch (a.qp_type) {
+  switch (raw(a.qp_type)) {
     case IBV_QPT_RC:
       caps.type = tp::QpType::kRc;
       break;
@@ -118,10 +129,11 @@ void write_caps(const UQp* q, ibv_qp_cap* cap) {
 
 int to_send_wr(UQp* q, const ibv_send_wr& in, tp::SendWr* out) {
   if (in.num_sge < 0 || static_cast<std::uint32_t>(in.num_sge) > tp::kMaxSge) return EINVAL;
-  if (static_cast<unsigned>(in.opcode) > IBV_WR_SEND_WITH_INV) return EINVAL;
+  const std::uint32_t opcode = raw(in.opcode);
+  if (opcode > IBV_WR_SEND_WITH_INV) return EINVAL;
   if (in.send_flags & ~kSendFlags) return EINVAL;
   out->wr_id = in.wr_id;
-  out->opcode = static_cast<tp::WrOpcode>(in.opcode);
+  out->opcode = static_cast<tp::WrOpcode>(opcode);
   out->send_flags = in.send_flags;
   out->num_sge = static_cast<std::uint32_t>(in.num_sge);
   for (int i = 0; i < in.num_sge; ++i)
@@ -129,7 +141,7 @@ int to_send_wr(UQp* q, const ibv_send_wr& in, tp::SendWr* out) {
                                                  in.sg_list[i].lkey};
   out->imm_data = in.imm_data;
   out->invalidate_rkey = in.invalidate_rkey;
-  switch (in.opcode) {
+  switch (opcode) {
     case IBV_WR_ATOMIC_CMP_AND_SWP:
     case IBV_WR_ATOMIC_FETCH_AND_ADD:
       out->remote_addr = in.wr.atomic.remote_addr;
@@ -268,16 +280,17 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
     return EINVAL;
   namespace am = tp::attr_mask;
   const unsigned mask = static_cast<unsigned>(attr_mask);
-  if ((mask & am::kCurState) && static_cast<int>(q->qp->qp().state()) != attr->cur_qp_state)
+  const std::uint32_t state = raw(attr->qp_state), cur_state = raw(attr->cur_qp_state);
+  if ((mask & am::kCurState) && static_cast<std::uint32_t>(q->qp->qp().state()) != cur_state)
     return EINVAL;
   if ((mask & am::kPort) && attr->port_num != 1) return EINVAL;
   if ((mask & am::kPkeyIndex) && attr->pkey_index != 0) return EINVAL;
-  if ((mask & am::kState) && (attr->qp_state < IBV_QPS_RESET || attr->qp_state > IBV_QPS_ERR))
-    return EINVAL;
+  if ((mask & am::kState) && state > IBV_QPS_ERR) return EINVAL;
 
   tp::QpAttr a;
-  a.qp_state = static_cast<tp::QpState>(attr->qp_state);
-  a.path_mtu = static_cast<uroce::wire::Mtu>(attr->path_mtu);
+  a.qp_state = static_cast<tp::QpState>(state);
+  // The transport refuses a path MTU code outside 1..5.
+  a.path_mtu = static_cast<uroce::wire::Mtu>(raw(attr->path_mtu));
   a.qkey = attr->qkey;
   a.rq_psn = attr->rq_psn;
   a.sq_psn = attr->sq_psn;
@@ -311,7 +324,7 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
     q->av = av;
     q->ah_attr = attr->ah_attr;
   }
-  if (mask & am::kState) qp->state = attr->qp_state;
+  if (mask & am::kState) qp->state = static_cast<ibv_qp_state>(state);
   return 0;
 }
 

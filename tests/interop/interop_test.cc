@@ -150,6 +150,10 @@ class Interop : public ::testing::Test {
     Child client(over_uroce('a', client_cmd), dir + "/client.log");
     const int client_rc = client.wait(180s);
     const int server_rc = server.wait(60s);
+    // libpcap hands dumpcap a ring block when it fills or when its read
+    // timeout (250 ms) passes; a block still filling when dumpcap is
+    // interrupted is lost. Let the last one out first.
+    std::this_thread::sleep_for(700ms);
     for (auto& c : captures) {
       c->interrupt();
       c->wait(20s);
