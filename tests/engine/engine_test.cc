@@ -146,6 +146,27 @@ TEST(Engine, ResolvesAPeerWithArpAndTimesOutOnAnAbsentOne) {
   EXPECT_GE(a.engine.counters().get(EngineCounter::kTxArpRequest), 2u);
 }
 
+TEST(Engine, ResolvesAnIpv6PeerWithNeighbourDiscovery) {
+  const wire::IpAddr v6a = *wire::IpAddr::parse("fd09::1");
+  const wire::IpAddr v6b = *wire::IpAddr::parse("fd09::2");
+  Host a(kMacA, v6a), b(kMacB, v6b);
+  test::PipePort::join(a.port, b.port);
+  std::atomic<bool> stop{false};
+  std::thread poller([&] {
+    while (!stop) b.engine.poll(now_ns());
+  });
+  EXPECT_EQ(a.engine.resolve(v6b, std::chrono::seconds(5)), kMacB);
+  EXPECT_FALSE(a.engine.resolve(*wire::IpAddr::parse("fd09::77"), std::chrono::milliseconds(300)))
+      << "nobody has that address";
+  stop = true;
+  poller.join();
+  EXPECT_GE(a.engine.counters().get(EngineCounter::kTxNeighborSolicit), 2u);
+  EXPECT_EQ(b.engine.counters().get(EngineCounter::kTxNeighborAdvert), 1u)
+      << "b answers for its address only";
+  // b learnt a from its solicitation.
+  EXPECT_EQ(b.engine.resolve(v6a, std::chrono::milliseconds(0)), kMacA);
+}
+
 TEST(Engine, AnswersPingToItsAddress) {
   Host a(kMacA, kIpA);
   a.port.keep_sent = true;
