@@ -207,6 +207,18 @@ class VerbsApi : public ::testing::Test {
     return wc;
   }
 
+  // Before reading memory the peer's responder wrote. Across a network
+  // the requester's completion orders it; here both devices share one
+  // process and the ordering passes through the kernel's packet rings,
+  // where ThreadSanitizer cannot see it. Querying the responder's QP takes
+  // its engine, which orders us after the iteration that wrote (and its
+  // next iteration after what we wrote before).
+  static void observe(Side& s) {
+    ibv_qp_attr attr{};
+    ibv_qp_init_attr init{};
+    ibv_query_qp(s.qp, &attr, IBV_QP_STATE, &init);
+  }
+
   static int post(ibv_qp* qp, ibv_wr_opcode op, ibv_sge sge, std::uint64_t remote,
                   std::uint32_t rkey, ibv_send_wr** bad = nullptr) {
     ibv_send_wr wr{};
@@ -239,6 +251,7 @@ TEST_F(VerbsApi, WriteReadSendAndAtomicsArriveIntact) {
   EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
   EXPECT_EQ(wc.opcode, IBV_WC_RDMA_WRITE);
   EXPECT_EQ(wc.wr_id, 7u);
+  observe(b_);
   EXPECT_EQ(std::memcmp(a_.buf(), b_.buf(), 4096), 0);
 
   // READ it back into another part of a.
@@ -286,6 +299,7 @@ TEST_F(VerbsApi, WriteReadSendAndAtomicsArriveIntact) {
   // FETCH_AND_ADD then CMP_AND_SWAP on an 8-byte word of b.
   std::uint64_t word = 40;
   std::memcpy(b_.buf() + 32768, &word, 8);
+  observe(b_);  // and b's engine after this write
   ibv_sge as{reinterpret_cast<std::uint64_t>(a_.buf() + 40000), 8, a_.mr->lkey};
   ibv_send_wr awr{};
   awr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
@@ -309,6 +323,7 @@ TEST_F(VerbsApi, WriteReadSendAndAtomicsArriveIntact) {
   wc = wait(a_.cq);
   EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
   EXPECT_EQ(wc.opcode, IBV_WC_COMP_SWAP);
+  observe(b_);
   std::memcpy(&found, b_.buf() + 32768, 8);
   EXPECT_EQ(found, 1000u);
   EXPECT_TRUE(a_.guards_intact());
