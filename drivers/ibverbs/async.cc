@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include "drivers/ibverbs/forward.h"
 #include "drivers/ibverbs/provider.h"
@@ -19,6 +20,23 @@ void post_async_event(UContext* c, const ibv_async_event& e) {
   }
   const std::uint64_t one = 1;
   [[maybe_unused]] const ssize_t n = write(c->vctx.context.async_fd, &one, sizeof(one));
+}
+
+namespace {
+// A queued event whose object was destroyed: skipped, its count consumed.
+constexpr auto kForgotten = static_cast<ibv_event_type>(-1);
+}  // namespace
+
+void forget_async_events(UContext* c, const void* object) {
+  std::lock_guard lock(c->async_mu);
+  for (ibv_async_event& e : c->async_events) {
+    // The element is one pointer (or a port number, zero-extended: our
+    // events are value-initialised); compare its bytes.
+    const void* p;
+    static_assert(sizeof(e.element) == sizeof(p));
+    std::memcpy(&p, &e.element, sizeof(p));
+    if (p == object) e.event_type = kForgotten;
+  }
 }
 
 void ContextEvents::cq_overflow(transport::Cq& cq) {
@@ -56,23 +74,62 @@ extern "C" {
 int ibv_get_async_event(ibv_context* context, ibv_async_event* event) {
   UContext* c = ours(context);
   if (!c) UROCE_FORWARD(ibv_get_async_event, "IBVERBS_1.1", -1, context, event);
-  std::uint64_t v;
-  // Blocks until an event is queued, unless the program made the
-  // descriptor non-blocking (then -1 with EAGAIN, as with the kernel's).
-  if (read(context->async_fd, &v, sizeof(v)) != static_cast<ssize_t>(sizeof(v))) return -1;
-  std::lock_guard lock(c->async_mu);
-  if (c->async_events.empty()) {
-    errno = EAGAIN;
+  if (!event) {
+    errno = EINVAL;
     return -1;
   }
-  *event = c->async_events.front();
-  c->async_events.pop_front();
-  return 0;
+  for (;;) {
+    std::uint64_t v;
+    // Blocks until an event is queued, unless the program made the
+    // descriptor non-blocking (then -1 with EAGAIN, as with the kernel's).
+    if (read(context->async_fd, &v, sizeof(v)) != static_cast<ssize_t>(sizeof(v))) return -1;
+    std::lock_guard lock(c->async_mu);
+    if (c->async_events.empty()) {
+      errno = EAGAIN;
+      return -1;
+    }
+    *event = c->async_events.front();
+    c->async_events.pop_front();
+    if (event->event_type != kForgotten) return 0;
+  }
 }
 
 void ibv_ack_async_event(ibv_async_event* event) {
-  // Acknowledging only counts, under the object's own lock, as libibverbs
-  // does; it never reaches the device, so it serves every device alike.
+  // Another device's event goes to the real library, which knows all its
+  // kinds (WQ events among them).
+  const ibv_context* owner = nullptr;
+  switch (event->event_type) {
+    case IBV_EVENT_CQ_ERR:
+      owner = event->element.cq->context;
+      break;
+    case IBV_EVENT_SRQ_ERR:
+    case IBV_EVENT_SRQ_LIMIT_REACHED:
+      owner = event->element.srq->context;
+      break;
+    case IBV_EVENT_WQ_FATAL:
+      owner = event->element.wq->context;
+      break;
+    case IBV_EVENT_QP_FATAL:
+    case IBV_EVENT_QP_REQ_ERR:
+    case IBV_EVENT_QP_ACCESS_ERR:
+    case IBV_EVENT_COMM_EST:
+    case IBV_EVENT_SQ_DRAINED:
+    case IBV_EVENT_PATH_MIG:
+    case IBV_EVENT_PATH_MIG_ERR:
+    case IBV_EVENT_QP_LAST_WQE_REACHED:
+      owner = event->element.qp->context;
+      break;
+    default:
+      return;  // port and device events carry no object and count nothing
+  }
+  if (!ours(const_cast<ibv_context*>(owner))) {
+    static const auto real =
+        real_fn<decltype(&ibv_ack_async_event)>("ibv_ack_async_event", "IBVERBS_1.1");
+    if (real) real(event);
+    return;
+  }
+  // Ours: acknowledging only counts, under the object's own lock, as
+  // libibverbs does.
   switch (event->event_type) {
     case IBV_EVENT_CQ_ERR: {
       ibv_cq* cq = event->element.cq;

@@ -31,8 +31,8 @@ void fill_device_attr(const verbs::Device& dev, ibv_device_attr* a) {
   a->vendor_part_id = d.vendor_part_id;
   a->max_qp = static_cast<int>(d.max_qp);
   a->max_qp_wr = static_cast<int>(d.max_qp_wr);
-  a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT |
-                        IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_CHANGE_PHY_PORT;
+  a->device_cap_flags =
+      IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_CHANGE_PHY_PORT;
   a->max_sge = static_cast<int>(d.max_sge);
   a->max_sge_rd = static_cast<int>(d.max_sge);
   a->max_cq = static_cast<int>(d.max_qp);
@@ -59,14 +59,14 @@ void width_speed(std::uint32_t mbps, std::uint8_t* width, std::uint8_t* speed) {
     std::uint8_t width, speed;
   };
   static constexpr Rate kRates[] = {
-      {400000, 2, 64},  // 4X HDR
-      {200000, 2, 32},  // 4X EDR ~ 100 G, the closest below
-      {100000, 2, 32},  // 4X EDR
-      {50000, 1, 64},   // 1X HDR
-      {40000, 2, 4},    // 4X QDR
-      {25000, 1, 32},   // 1X EDR
-      {10000, 1, 4},    // 1X QDR
-      {0, 1, 1},        // 1X SDR
+      {400000, 2, 128},  // 4X NDR
+      {200000, 2, 64},   // 4X HDR
+      {100000, 2, 32},   // 4X EDR
+      {50000, 1, 64},    // 1X HDR
+      {40000, 2, 4},     // 4X QDR
+      {25000, 1, 32},    // 1X EDR
+      {10000, 1, 4},     // 1X QDR
+      {0, 1, 1},         // 1X SDR
   };
   for (const Rate& r : kRates) {
     if (mbps >= r.mbps) {
@@ -198,7 +198,7 @@ int ibv_query_gid_type(ibv_context* context, uint8_t port_num, unsigned int inde
   UContext* c = ours(context);
   if (!c)
     UROCE_FORWARD(ibv_query_gid_type, "IBVERBS_PRIVATE_34", ENOSYS, context, port_num, index, type);
-  if (port_num != 1 || index >= c->dev->gids().size()) return EINVAL;
+  if (port_num != 1 || index >= c->dev->gids().size() || !type) return EINVAL;
   *type = kGidTypeSysfsRoceV2;
   return 0;
 }

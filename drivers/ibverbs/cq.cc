@@ -54,6 +54,7 @@ int poll_ring(CqRing& ring, int n, ibv_wc* wc) {
 int poll_cq(ibv_cq* cq, int n, ibv_wc* wc) {
   UCq* q = to_u<UCq>(cq);
   if (n < 0) return -1;
+  std::lock_guard lock(q->poll_mu);  // uncontended unless the program polls from several threads
   int got = poll_ring(*q->ring, n, wc);
   if (got == 0 && n > 0) {
     // Nothing yet: move the engine ourselves, then look again.
@@ -65,8 +66,9 @@ int poll_cq(ibv_cq* cq, int n, ibv_wc* wc) {
 
 int req_notify_cq(ibv_cq* cq, int solicited_only) {
   UCq* q = to_u<UCq>(cq);
-  if (!q->channel) return EINVAL;  // nowhere to deliver the event
-  q->ring->arm(solicited_only != 0);
+  // Without a channel there is nowhere to deliver the event; arming such
+  // a CQ succeeds and does nothing, as with the kernel's providers.
+  if (q->channel) q->ring->arm(solicited_only != 0);
   return 0;
 }
 
@@ -93,6 +95,7 @@ ibv_comp_channel* ibv_create_comp_channel(ibv_context* context) {
   ch->ibv.context = context;
   ch->ibv.fd = ch->channel.fd();
   ch->ibv.refcnt = 0;
+  ours(context)->objects.fetch_add(1);
   return &ch->ibv;
 }
 
@@ -101,6 +104,7 @@ int ibv_destroy_comp_channel(ibv_comp_channel* channel) {
     UROCE_FORWARD(ibv_destroy_comp_channel, "IBVERBS_1.0", ENOSYS, channel);
   UChannel* ch = to_u<UChannel>(channel);
   if (ch->users.load() != 0) return EBUSY;
+  ours(channel->context)->objects.fetch_sub(1);
   delete ch;
   return 0;
 }
@@ -131,6 +135,7 @@ ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_
     q->channel->users.fetch_add(1);
     q->ring->set_notifier(&q->channel->channel);
   }
+  c->objects.fetch_add(1);
   return &q->ibv;
 }
 
@@ -138,6 +143,9 @@ int ibv_destroy_cq(ibv_cq* cq) {
   if (!cq || !ours(cq->context)) UROCE_FORWARD(ibv_destroy_cq, "IBVERBS_1.1", ENOSYS, cq);
   UCq* q = to_u<UCq>(cq);
   if (q->users.load() != 0) return EBUSY;
+  UContext* c = ours(cq->context);
+  forget_async_events(c, cq);
+  c->objects.fetch_sub(1);
   if (q->channel) {
     q->channel->channel.forget(*q->ring);
     q->channel->users.fetch_sub(1);
@@ -156,6 +164,10 @@ int ibv_resize_cq(ibv_cq* cq, int cqe) {
 int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
   if (!channel || !ours(channel->context))
     UROCE_FORWARD(ibv_get_cq_event, "IBVERBS_1.1", -1, channel, cq, cq_context);
+  if (!cq || !cq_context) {
+    errno = EINVAL;
+    return -1;
+  }
   uroce::transport::Cq* ring = to_u<UChannel>(channel)->channel.get_event();
   if (!ring) return -1;
   ibv_cq* owner = static_cast<CqRing*>(ring)->owner;

@@ -198,6 +198,12 @@ ibv_context* ibv_open_device(ibv_device* device) {
   ctx.cmd_fd = -1;
   // Async events arrive on this descriptor (ibv_get_async_event).
   ctx.async_fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+  if (ctx.async_fd < 0) {
+    const int err = errno;
+    delete c;
+    errno = err;
+    return nullptr;
+  }
   ctx.num_comp_vectors = 1;
   pthread_mutex_init(&ctx.mutex, nullptr);
   ctx.abi_compat = __VERBS_ABI_IS_EXTENDED;
@@ -229,9 +235,16 @@ int ibv_close_device(ibv_context* context) {
   if (!c) UROCE_FORWARD(ibv_close_device, "IBVERBS_1.1", ENOSYS, context);
   UDevice* u = c->udev;
   c->dev->remove_link_listener(c->link_listener);
-  close(context->async_fd);
-  pthread_mutex_destroy(&context->mutex);
-  delete c;
+  if (c->objects.load() != 0) {
+    // Objects of this context still exist (the program did not destroy
+    // them) and the engine may still report events to it: the context
+    // stays allocated, as their memory does, until the process ends.
+    uroce::log::get().warn("{}: context closed with objects still alive", u->cfg.name);
+  } else {
+    close(context->async_fd);
+    pthread_mutex_destroy(&context->mutex);
+    delete c;
+  }
   std::lock_guard lock(u->mu);
   // The device stays open until the process ends: DPDK cannot probe a
   // port again once it is closed, and a program may open it again.

@@ -61,7 +61,8 @@ ibv_pd* ibv_alloc_pd(ibv_context* context) {
   if (!c) UROCE_FORWARD(ibv_alloc_pd, "IBVERBS_1.1", nullptr, context);
   auto* p = new UPd();
   p->ibv.context = context;
-  p->id = c->next_pd.fetch_add(1);
+  p->id = c->udev->next_pd.fetch_add(1);
+  c->objects.fetch_add(1);
   p->ibv.handle = p->id;
   return &p->ibv;
 }
@@ -70,6 +71,7 @@ int ibv_dealloc_pd(ibv_pd* pd) {
   if (!pd || !ours(pd->context)) UROCE_FORWARD(ibv_dealloc_pd, "IBVERBS_1.1", ENOSYS, pd);
   UPd* p = to_u<UPd>(pd);
   if (p->users.load() != 0) return EBUSY;
+  ours(pd->context)->objects.fetch_sub(1);
   delete p;
   return 0;
 }

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "transport/cq.h"
 #include "transport/recv_queue.h"
@@ -37,6 +38,9 @@ struct UDevice {
   std::mutex mu;
   std::unique_ptr<verbs::Device> dev;
   int opens = 0;
+  /// PD numbers: per device, since every context of the device shares its
+  /// memory region table, which checks them.
+  std::atomic<std::uint32_t> next_pd{1};
 };
 
 /// The process's uroce devices (from the configuration, read once).
@@ -60,7 +64,7 @@ struct UContext {
   verbs_context vctx{};  // first: the program's ibv_context is its last member
   UDevice* udev = nullptr;
   verbs::Device* dev = nullptr;
-  std::atomic<std::uint32_t> next_pd{1};
+  std::atomic<int> objects{0};  ///< live PDs, CQs, channels: close waits for none
   std::mutex async_mu;
   std::deque<ibv_async_event> async_events;               ///< one count on async_fd each
   std::unordered_map<const transport::Qp*, ibv_qp*> qps;  ///< under async_mu
@@ -80,6 +84,9 @@ inline UContext* ours(ibv_context* c) {
 
 /// Queues an asynchronous event for ibv_get_async_event (async.cc).
 void post_async_event(UContext* c, const ibv_async_event& e);
+/// Drops the queued events naming `object` (a CQ, QP or SRQ being
+/// destroyed), so ibv_get_async_event never hands out a freed pointer.
+void forget_async_events(UContext* c, const void* object);
 
 struct UPd {
   ibv_pd ibv{};
@@ -107,6 +114,7 @@ struct CqRing : transport::Cq {
 
 struct UCq {
   ibv_cq ibv{};
+  std::mutex poll_mu;  ///< the ring has one consumer; programs may poll from several threads
   std::atomic<std::uint32_t> users{0};  ///< objects using it: EBUSY on destroy
   std::unique_ptr<CqRing> ring;
   UChannel* channel = nullptr;
@@ -123,6 +131,7 @@ struct USrq {
   ibv_srq ibv{};
   std::atomic<std::uint32_t> users{0};  ///< objects using it: EBUSY on destroy
   std::unique_ptr<SrqRing> rq;
+  std::mutex post_mu;  ///< the ring has one producer; programs may post from several threads
   UPd* pd = nullptr;
   std::uint32_t max_wr = 0;
   std::uint32_t max_sge = 0;
@@ -137,10 +146,19 @@ struct UQp {
   USrq* srq = nullptr;
   verbs::AddressVector av;  ///< as the last modify_qp gave it, for query_qp
   ibv_ah_attr ah_attr{};
-  std::mutex post_mu;  // posting may come from several program threads
-  // ibv_wr_* (the extended post-send API) builds one WR at a time here.
+  std::mutex post_mu;  ///< posting sends may come from several program threads
+  std::mutex recv_mu;  ///< ... and receives, independently of sends
+  // ibv_wr_* (the extended post-send API) builds one WR at a time here and
+  // keeps the batch until ibv_wr_complete posts it (ibv_wr_abort drops it).
+  struct BatchedWr {
+    transport::SendWr wr;
+    std::vector<std::uint8_t> inline_data;  ///< copied when set: the program may reuse its buffer
+    bool inline_set = false;                ///< wr_set_inline_data(_list) gave it
+  };
   transport::SendWr wr_building;
-  std::array<std::uint8_t, transport::kMaxInlineData> inline_buf{};
+  std::vector<std::uint8_t> wr_inline;  ///< the inline data of the WR being built
+  bool wr_inline_set = false;
+  std::vector<BatchedWr> wr_batch;
   int wr_error = 0;
   std::uint32_t wr_count = 0;
 };

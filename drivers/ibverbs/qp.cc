@@ -75,26 +75,29 @@ ibv_qp* create(ibv_context* context, const ibv_qp_init_attr_ex& a) {
   caps.max_recv_sge = a.cap.max_recv_sge;
   caps.max_inline_data = a.cap.max_inline_data;
   caps.sq_sig_all = a.sq_sig_all != 0;
-  if (a.srq && caps.type == tp::QpType::kUc) {
-    // IBA allows it, but uroce's UC responder takes only its own queue.
-  }
   auto* q = new UQp();
   q->pd = to_u<UPd>(a.pd);
   q->send_cq = to_u<UCq>(a.send_cq);
   q->recv_cq = to_u<UCq>(a.recv_cq);
   q->srq = a.srq ? to_u<USrq>(a.srq) : nullptr;
-  if (int rc = verbs::QueuePair::create(*c->dev, q->pd->id, caps, q->send_cq->ring.get(),
-                                        q->recv_cq->ring.get(), q->srq ? q->srq->rq.get() : nullptr,
-                                        &c->events, &q->qp);
-      rc != 0) {
-    delete q;
-    errno = rc;
-    return nullptr;
-  }
+  // Count the objects used before creating, so a destroy racing with us
+  // sees them in use.
   q->pd->users.fetch_add(1);
   q->send_cq->users.fetch_add(1);
   q->recv_cq->users.fetch_add(1);
   if (q->srq) q->srq->users.fetch_add(1);
+  if (int rc = verbs::QueuePair::create(*c->dev, q->pd->id, caps, q->send_cq->ring.get(),
+                                        q->recv_cq->ring.get(), q->srq ? q->srq->rq.get() : nullptr,
+                                        &c->events, &q->qp);
+      rc != 0) {
+    q->pd->users.fetch_sub(1);
+    q->send_cq->users.fetch_sub(1);
+    q->recv_cq->users.fetch_sub(1);
+    if (q->srq) q->srq->users.fetch_sub(1);
+    delete q;
+    errno = rc;
+    return nullptr;
+  }
 
   ibv_qp& qp = q->ibvx.qp_base;
   qp.context = context;
@@ -160,8 +163,9 @@ int to_send_wr(UQp* q, const ibv_send_wr& in, tp::SendWr* out) {
     out->ud.route = &to_u<UAh>(ah)->route;
     out->ud.remote_qpn = in.wr.ud.remote_qpn;
     // A Q_Key with the high bit set means "the QP's own" (IBA 10.2.5).
-    out->ud.remote_qkey =
-        (in.wr.ud.remote_qkey & 0x80000000u) ? q->qp->qp().attr().qkey : in.wr.ud.remote_qkey;
+    // A Q_Key with the high bit set means the QP's own (IBA 10.2.5); the
+    // transport substitutes it when it builds the packet.
+    out->ud.remote_qkey = in.wr.ud.remote_qkey;
   }
   return 0;
 }
@@ -181,8 +185,18 @@ int to_recv_wr(const ibv_recv_wr& in, std::uint32_t max_sge, tp::RecvWr* out) {
 ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
   const std::uint32_t known =
       IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-  if (!attr || (attr->comp_mask & ~known) || !(attr->comp_mask & IBV_QP_INIT_ATTR_PD)) {
-    errno = (attr && !(attr->comp_mask & ~known)) ? EINVAL : EOPNOTSUPP;
+  if (!attr || !(attr->comp_mask & IBV_QP_INIT_ATTR_PD)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  // The ibv_wr_* operations uroce serves (qp_ex.cc).
+  const std::uint64_t served_ops = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+                                   IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+                                   IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+                                   IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+  if ((attr->comp_mask & ~known) || ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+                                     (attr->send_ops_flags & ~served_ops))) {
+    errno = EOPNOTSUPP;
     return nullptr;
   }
   ibv_qp_init_attr_ex a = *attr;
@@ -218,7 +232,7 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
     if (bad) *bad = wr;
     return EINVAL;  // the QP receives from its SRQ
   }
-  std::lock_guard lock(q->post_mu);
+  std::lock_guard lock(q->recv_mu);
   tp::RecvWr r;
   for (; wr; wr = wr->next) {
     int rc = to_recv_wr(*wr, q->qp->caps().max_recv_sge, &r);
@@ -233,6 +247,7 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
 
 int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   USrq* s = to_u<USrq>(srq);
+  std::lock_guard lock(s->post_mu);
   tp::RecvWr r;
   for (; wr; wr = wr->next) {
     int rc = to_recv_wr(*wr, s->max_sge, &r);
@@ -375,8 +390,11 @@ int ibv_destroy_qp(ibv_qp* qp) {
   {
     // No event names it from now on...
     UContext* c = to_uctx(qp->context);
-    std::lock_guard lock(c->async_mu);
-    c->qps.erase(&q->qp->qp());
+    {
+      std::lock_guard lock(c->async_mu);
+      c->qps.erase(&q->qp->qp());
+    }
+    forget_async_events(c, qp);
   }
   // ...and once it is detached from the engine no packet reaches it and
   // nothing completes into its CQs any more.

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // The extended post-send API (ibv_qp_ex: ibv_wr_start, ibv_wr_rdma_write,
 // ibv_wr_set_sge, ibv_wr_complete, ...). Each ibv_wr_<opcode> call starts
-// a WR that the set_* calls fill in; the next opcode call or
-// ibv_wr_complete posts it. An error anywhere makes ibv_wr_complete fail
-// and posts nothing more, as the verbs man page (ibv_wr_post(3)) says.
+// a WR that the set_* calls fill in; the batch is posted by
+// ibv_wr_complete and dropped by ibv_wr_abort. An error in building makes
+// ibv_wr_complete fail and post nothing, as ibv_wr_post(3) says.
 
 #include <cerrno>
 #include <cstring>
@@ -19,46 +19,75 @@ namespace tp = transport;
 
 UQp* of(ibv_qp_ex* qx) { return reinterpret_cast<UQp*>(qx); }
 
-// Posts the WR being built, if any.
-void flush(UQp* q) {
-  if (q->wr_count == 0 || q->wr_error != 0) return;
-  if (int rc = q->qp->qp().post_send(q->wr_building); rc != 0) q->wr_error = rc;
+// Adds the WR being built, if any, to the batch.
+void finish(UQp* q) {
+  if (q->wr_count == 0) return;
+  if (q->wr_error == 0)
+    q->wr_batch.push_back({q->wr_building, std::move(q->wr_inline), q->wr_inline_set});
+  q->wr_inline.clear();
+  q->wr_inline_set = false;
   q->wr_count = 0;
 }
 
 void begin(ibv_qp_ex* qx, tp::WrOpcode op) {
   UQp* q = of(qx);
-  flush(q);
+  finish(q);
   q->wr_building = tp::SendWr{};
   q->wr_building.opcode = op;
   q->wr_building.wr_id = qx->wr_id;
   q->wr_building.send_flags = qx->wr_flags;
+  q->wr_inline.clear();
+  q->wr_inline_set = false;
   q->wr_count = 1;
 }
 
 void wr_start(ibv_qp_ex* qx) {
   UQp* q = of(qx);
-  q->post_mu.lock();  // held until complete or abort, as one batch
+  q->post_mu.lock();  // held until complete or abort: one batch at a time
   q->wr_error = 0;
   q->wr_count = 0;
+  q->wr_batch.clear();
 }
 
+// Posts the batch, stopping at the first WR the QP refuses.
 int wr_complete(ibv_qp_ex* qx) {
   UQp* q = of(qx);
-  flush(q);
-  const int rc = q->wr_error;
+  finish(q);
+  int rc = q->wr_error;
+  for (std::size_t i = 0; rc == 0 && i < q->wr_batch.size(); ++i) {
+    UQp::BatchedWr& b = q->wr_batch[i];
+    if (b.inline_set) {
+      b.wr.sg_list[0] = {reinterpret_cast<std::uint64_t>(b.inline_data.data()),
+                         static_cast<std::uint32_t>(b.inline_data.size()), 0};
+      b.wr.num_sge = 1;
+    }
+    rc = q->qp->qp().post_send(b.wr);
+  }
+  q->wr_batch.clear();
   q->post_mu.unlock();
   to_uctx(qx->qp_base.context)->dev->progress().drive();
   return rc;
 }
 
+// Nothing of the batch was posted: it all goes (ibv_wr_post(3)).
 void wr_abort(ibv_qp_ex* qx) {
-  // WRs already handed to the send queue stay posted: uroce posts each
-  // one as soon as the next begins. Only the one being built is dropped.
   UQp* q = of(qx);
   q->wr_count = 0;
+  q->wr_batch.clear();
   q->post_mu.unlock();
 }
+
+// What uroce does not offer still needs an entry: the ibv_wr_* inlines
+// call it unchecked. The batch then fails at ibv_wr_complete.
+void unsupported(ibv_qp_ex* qx) {
+  of(qx)->wr_error = EOPNOTSUPP;
+  of(qx)->wr_count = 0;
+}
+void wr_bind_mw(ibv_qp_ex* qx, ibv_mw*, uint32_t, const ibv_mw_bind_info*) { unsupported(qx); }
+void wr_local_inv(ibv_qp_ex* qx, uint32_t) { unsupported(qx); }
+void wr_send_tso(ibv_qp_ex* qx, void*, uint16_t, uint16_t) { unsupported(qx); }
+void wr_set_xrc_srqn(ibv_qp_ex* qx, uint32_t) { unsupported(qx); }
+void wr_atomic_write(ibv_qp_ex* qx, uint32_t, uint64_t, const void*) { unsupported(qx); }
 
 void wr_rdma_write(ibv_qp_ex* qx, uint32_t rkey, uint64_t remote_addr) {
   begin(qx, tp::WrOpcode::kRdmaWrite);
@@ -126,27 +155,38 @@ void wr_set_sge_list(ibv_qp_ex* qx, size_t num_sge, const ibv_sge* sg_list) {
   q->wr_building.num_sge = static_cast<std::uint32_t>(num_sge);
 }
 
-// The program may reuse an inline buffer as soon as this returns, but
-// the WR is posted later (next ibv_wr_* or ibv_wr_complete): keep a copy.
-void wr_set_inline_data(ibv_qp_ex* qx, void* addr, size_t length) {
+// The program may reuse its inline buffers as soon as this returns, but
+// the batch is posted later: keep a copy with the WR.
+void wr_set_inline_data_list(ibv_qp_ex* qx, size_t num_buf, const ibv_data_buf* buf_list) {
   UQp* q = of(qx);
-  if (length > q->qp->caps().max_inline_data) {
-    q->wr_error = EINVAL;
-    return;
+  q->wr_inline.clear();
+  for (size_t i = 0; i < num_buf; ++i) {
+    if (buf_list[i].length > q->qp->caps().max_inline_data - q->wr_inline.size()) {
+      q->wr_error = EINVAL;
+      return;
+    }
+    const auto* p = static_cast<const std::uint8_t*>(buf_list[i].addr);
+    q->wr_inline.insert(q->wr_inline.end(), p, p + buf_list[i].length);
   }
-  std::memcpy(q->inline_buf.data(), addr, length);
   q->wr_building.send_flags |= tp::send_flags::kInline;
-  q->wr_building.sg_list[0] = {reinterpret_cast<std::uint64_t>(q->inline_buf.data()),
-                               static_cast<std::uint32_t>(length), 0};
-  q->wr_building.num_sge = 1;
+  q->wr_inline_set = true;
+}
+
+void wr_set_inline_data(ibv_qp_ex* qx, void* addr, size_t length) {
+  const ibv_data_buf buf{addr, length};
+  wr_set_inline_data_list(qx, 1, &buf);
 }
 
 void wr_set_ud_addr(ibv_qp_ex* qx, ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey) {
   UQp* q = of(qx);
+  if (!ah || ours(ah->context) != ours(qx->qp_base.context)) {
+    q->wr_error = EINVAL;  // not an address handle of this device
+    return;
+  }
   tp::SendWr& w = q->wr_building;
-  w.ud.route = &to_u<UAh>(ah)->route;
+  w.ud.route = &to_u<UAh>(ah)->route;  // the transport copies it at post
   w.ud.remote_qpn = remote_qpn;
-  w.ud.remote_qkey = (remote_qkey & 0x80000000u) ? q->qp->qp().attr().qkey : remote_qkey;
+  w.ud.remote_qkey = remote_qkey;  // with the high bit, the transport uses the QP's own
 }
 
 }  // namespace
@@ -168,6 +208,12 @@ void init_qp_ex(UQp* q) {
   x.wr_set_sge_list = wr_set_sge_list;
   x.wr_set_inline_data = wr_set_inline_data;
   x.wr_set_ud_addr = wr_set_ud_addr;
+  x.wr_set_inline_data_list = wr_set_inline_data_list;
+  x.wr_bind_mw = wr_bind_mw;
+  x.wr_local_inv = wr_local_inv;
+  x.wr_send_tso = wr_send_tso;
+  x.wr_set_xrc_srqn = wr_set_xrc_srqn;
+  x.wr_atomic_write = wr_atomic_write;
 }
 
 }  // namespace uroce::ibverbs

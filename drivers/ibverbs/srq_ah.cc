@@ -24,7 +24,8 @@ ibv_srq* create_srq(ibv_pd* pd, void* srq_context, const ibv_srq_attr& attr) {
   s->pd = to_u<UPd>(pd);
   s->max_wr = attr.max_wr;
   s->max_sge = attr.max_sge;
-  s->rq->arm_limit(attr.srq_limit, &ours(pd->context)->events);
+  s->rq->set_events(&ours(pd->context)->events);
+  s->rq->arm_limit(attr.srq_limit);
   s->ibv.context = pd->context;
   s->ibv.srq_context = srq_context;
   s->ibv.pd = pd;
@@ -69,7 +70,8 @@ ibv_srq* create_srq_ex(ibv_context* context, ibv_srq_init_attr_ex* attr) {
     errno = EINVAL;
     return nullptr;
   }
-  if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type != IBV_SRQT_BASIC) {
+  if ((attr->comp_mask & ~(IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE)) ||
+      ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type != IBV_SRQT_BASIC)) {
     errno = EOPNOTSUPP;  // XRC and tag-matching SRQs are not offered
     return nullptr;
   }
@@ -100,7 +102,7 @@ int ibv_modify_srq(ibv_srq* srq, ibv_srq_attr* srq_attr, int srq_attr_mask) {
   if (srq_attr_mask & IBV_SRQ_MAX_WR) return EOPNOTSUPP;  // the ring keeps its size
   if (srq_attr_mask & IBV_SRQ_LIMIT) {
     if (srq_attr->srq_limit > s->max_wr) return EINVAL;
-    s->rq->arm_limit(srq_attr->srq_limit, &ours(srq->context)->events);
+    s->rq->arm_limit(srq_attr->srq_limit);
   }
   return 0;
 }
@@ -109,6 +111,7 @@ int ibv_query_srq(ibv_srq* srq, ibv_srq_attr* srq_attr) {
   if (!srq || !ours(srq->context))
     UROCE_FORWARD(ibv_query_srq, "IBVERBS_1.1", ENOSYS, srq, srq_attr);
   USrq* s = to_u<USrq>(srq);
+  if (!srq_attr) return EINVAL;
   srq_attr->max_wr = s->max_wr;
   srq_attr->max_sge = s->max_sge;
   srq_attr->srq_limit = s->rq->limit();
@@ -119,6 +122,7 @@ int ibv_destroy_srq(ibv_srq* srq) {
   if (!srq || !ours(srq->context)) UROCE_FORWARD(ibv_destroy_srq, "IBVERBS_1.1", ENOSYS, srq);
   USrq* s = to_u<USrq>(srq);
   if (s->users.load() != 0) return EBUSY;
+  forget_async_events(ours(srq->context), srq);
   s->pd->users.fetch_sub(1);
   pthread_mutex_destroy(&srq->mutex);
   pthread_cond_destroy(&srq->cond);
@@ -161,7 +165,9 @@ int ibv_init_ah_from_wc(ibv_context* context, uint8_t port_num, ibv_wc* wc, ibv_
   const auto* raw = reinterpret_cast<const std::uint8_t*>(grh);
   uroce::wire::IpAddr src, dst;
   std::uint8_t tclass;
-  if ((raw[20] >> 4) == 4) {
+  // IPv6 when the GRH is an IPv6 header (version 6 in its first nibble);
+  // else RoCEv2's IPv4 form, the IPv4 header in the last 20 bytes.
+  if ((raw[0] >> 4) != 6) {
     // IPv4: the header sits in the GRH's last 20 bytes.
     src = uroce::wire::IpAddr::from_v4_bytes(raw + 32);
     dst = uroce::wire::IpAddr::from_v4_bytes(raw + 36);

@@ -232,6 +232,9 @@ int Qp::post_send(const SendWr& wr) {
   wqe = SendWqe{};
   wqe.wr = wr;
   wqe.length = static_cast<std::uint32_t>(length);
+  // UD: the route is copied, so the address handle may be destroyed once
+  // the post returns, as the verbs allow.
+  if (type_ == QpType::kUd) wqe.ud_route = *wr.ud.route;
   if (inl) {
     // Inline data is copied now, from the program's own buffers: their
     // lkeys are not consulted (IBV_SEND_INLINE).

@@ -150,8 +150,9 @@ class Qp {
     std::uint32_t length = 0;  ///< message length in bytes
     std::uint32_t inline_len = 0;
     std::array<std::uint8_t, kMaxInlineData> inline_data{};
-    bool started = false;  ///< PSNs assigned
-    bool sent = false;     ///< every packet (or the READ request) sent at least once
+    wire::RoceRoute ud_route;  ///< UD: where the datagram goes, copied at post
+    bool started = false;      ///< PSNs assigned
+    bool sent = false;         ///< every packet (or the READ request) sent at least once
     bool counted_rd_atomic = false;
     bool done = false;  ///< completed locally (UC/UD), waiting for the completer
     wire::Psn first_psn;

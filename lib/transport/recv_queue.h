@@ -29,12 +29,11 @@ class RecvQueue {
     return head_.load(std::memory_order_relaxed) == tail_.load(std::memory_order_acquire);
   }
 
+  /// Where the limit event goes (set once, before use).
+  void set_events(EventSink* events) { events_ = events; }
   /// Arms the SRQ limit (ibv_modify_srq IBV_SRQ_LIMIT): once fewer than
-  /// `limit` WRs remain, `events` hears of it, once. 0 disarms.
-  void arm_limit(std::uint32_t limit, EventSink* events) {
-    events_ = events;
-    limit_.store(limit, std::memory_order_release);
-  }
+  /// `limit` WRs remain, the event sink hears of it, once. 0 disarms.
+  void arm_limit(std::uint32_t limit) { limit_.store(limit, std::memory_order_release); }
   std::uint32_t limit() const { return limit_.load(std::memory_order_acquire); }
 
   std::uint32_t max_sge() const { return max_sge_; }

@@ -74,7 +74,7 @@ bool Qp::gather(const SendWqe& wqe, std::uint32_t offset, std::uint32_t len, TxP
 
 bool Qp::build_request(SendWqe& wqe, TxPacket& pkt, std::uint32_t& len, bool& last) {
   const SendWr& wr = wqe.wr;
-  pkt.route = type_ == QpType::kUd ? wr.ud.route : &attr_.route;
+  pkt.route = type_ == QpType::kUd ? &wqe.ud_route : &attr_.route;
   pkt.bth = wire::Bth{};
   pkt.bth.pkey = attr_.pkey;
   pkt.bth.dest_qp = type_ == QpType::kUd ? wr.ud.remote_qpn : attr_.dest_qp_num;

@@ -108,7 +108,8 @@ struct Sge {
   std::uint32_t lkey = 0;
 };
 
-/// A UD destination: where a datagram goes (an address handle's route).
+/// A UD destination: where a datagram goes (an address handle's route,
+/// copied when the WR is posted).
 struct UdDest {
   const wire::RoceRoute* route = nullptr;
   std::uint32_t remote_qpn = 0;
