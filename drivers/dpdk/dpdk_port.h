@@ -36,6 +36,7 @@ class DpdkPort : public engine::Port {
   wire::MacAddr mac() const override { return mac_; }
   std::uint32_t mtu() const override { return mtu_; }
   bool link_up() const override;
+  bool offloads_ipv4_checksum() const override { return ipv4_checksum_offload_; }
   std::uint32_t speed_mbps() const override;
 
   std::uint16_t port_id() const { return port_id_; }
@@ -43,6 +44,7 @@ class DpdkPort : public engine::Port {
  private:
   DpdkPort() = default;
   std::uint16_t port_id_ = 0;
+  bool ipv4_checksum_offload_ = false;
   /// net_af_packet keeps its link up whatever the interface does: for it
   /// the interface's carrier (IFF_RUNNING) is the link state, asked of the
   /// kernel through a socket opened in the port's network namespace.

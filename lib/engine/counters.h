@@ -17,7 +17,8 @@ enum class EngineCounter : std::uint8_t {
   kRxBursts,
   kRxFrames,
   kTxFrames,
-  kTxDropped,  ///< the port refused them (queue full)
+  kTxDropped,              ///< the port refused them (queue full)
+  kTxIpv4ChecksumOffload,  ///< frames whose IPv4 checksum the port computed
   kRxRoce,
   kRxNotOurIp,
   kRxUnknownQpn,
@@ -43,6 +44,7 @@ inline constexpr std::array<std::string_view, static_cast<std::size_t>(EngineCou
         "rx_frames",
         "tx_frames",
         "tx_dropped",
+        "tx_ipv4_checksum_offload",
         "rx_roce",
         "rx_not_our_ip",
         "rx_unknown_qpn",

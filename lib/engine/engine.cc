@@ -22,7 +22,11 @@ constexpr std::size_t kMaxBacklog = 512;
 }  // namespace
 
 Engine::Engine(Port& port, EngineConfig cfg)
-    : port_(port), cfg_(std::move(cfg)), mac_(port.mac()), fault_(cfg_.fault) {}
+    : port_(port),
+      cfg_(std::move(cfg)),
+      mac_(port.mac()),
+      fault_(cfg_.fault),
+      ipv4_checksum_offload_(port.offloads_ipv4_checksum()) {}
 
 Engine::~Engine() {
   // Frames still waiting go back to the port's pool.
@@ -352,6 +356,8 @@ void Engine::transmit_frames(TxFrame* frames, std::uint16_t n) {
         if (port_.tx_alloc(f.length, copy)) {
           std::memcpy(copy.room.data(), f.room.data(), f.length);
           copy.length = f.length;
+          copy.ipv4_checksum_offload = f.ipv4_checksum_offload;
+          copy.l2_len = f.l2_len;
           out[m++] = copy;
           counters_.inc(EngineCounter::kFaultDuplicated);
         }
@@ -414,8 +420,10 @@ bool Engine::Sink::transmit(const transport::TxPacket& pkt) {
       static_cast<std::uint32_t>(wire::roce_frame_length(route, info, pkt.payload_len));
   TxFrame& f = batch_[n_];
   if (!e_.port_.tx_alloc(len, f)) return false;
-  const std::size_t hdr =
-      wire::write_roce_headers(f.room, route, pkt.bth, pkt.ext, pkt.payload_len, ++e_.ip_id_);
+  // IPv4 header checksums go to the port when it offers to compute them.
+  const bool offload = e_.ipv4_checksum_offload_ && !route.ipv6();
+  const std::size_t hdr = wire::write_roce_headers(f.room, route, pkt.bth, pkt.ext, pkt.payload_len,
+                                                   ++e_.ip_id_, !offload);
   if (hdr == 0) {
     e_.port_.tx_free(f);
     return false;
@@ -437,6 +445,9 @@ bool Engine::Sink::transmit(const transport::TxPacket& pkt) {
                      wire::udp6_checksum(route.src_ip, route.dst_ip, std::span(&dgram, 1)));
   }
   f.length = len;
+  f.ipv4_checksum_offload = offload;
+  f.l2_len = static_cast<std::uint8_t>(l3);
+  if (offload) e_.counters_.inc(EngineCounter::kTxIpv4ChecksumOffload);
   ++n_;
   return true;
 }

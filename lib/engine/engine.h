@@ -143,6 +143,7 @@ class Engine {
   std::vector<TxFrame> backlog_;
   std::vector<std::uint8_t> scratch_;
   std::uint16_t ip_id_ = 0;
+  const bool ipv4_checksum_offload_;
 };
 
 }  // namespace uroce::engine

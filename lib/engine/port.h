@@ -23,6 +23,10 @@ struct TxFrame {
   wire::Bytes room;          ///< writable space; the frame starts at room[0]
   std::uint32_t length = 0;  ///< bytes written
   void* handle = nullptr;
+  /// The port fills in the IPv4 header checksum (offloads_ipv4_checksum):
+  /// the IPv4 header starts at l2_len.
+  bool ipv4_checksum_offload = false;
+  std::uint8_t l2_len = 14;
 };
 
 class Port {
@@ -31,6 +35,9 @@ class Port {
 
   /// Receives up to `max` frames. Each must be given back with rx_release.
   virtual std::uint16_t rx_burst(RxFrame* out, std::uint16_t max) = 0;
+  /// Whether the port computes IPv4 header checksums of frames marked
+  /// ipv4_checksum_offload (a NIC's offload).
+  virtual bool offloads_ipv4_checksum() const { return false; }
   virtual void rx_release(RxFrame* frames, std::uint16_t n) = 0;
 
   /// A buffer for one frame of up to `size` bytes; false when the pool is

@@ -98,7 +98,7 @@ Ipv4Hdr Ipv4Hdr::parse(const std::uint8_t* p) {
   return h;
 }
 
-void Ipv4Hdr::write(std::uint8_t* p) const {
+void Ipv4Hdr::write(std::uint8_t* p, bool checksum) const {
   p[0] = 0x45;
   p[1] = static_cast<std::uint8_t>(dscp << 2 | static_cast<std::uint8_t>(ecn));
   store_be16(p + 2, total_length);
@@ -110,7 +110,7 @@ void Ipv4Hdr::write(std::uint8_t* p) const {
   store_be16(p + 10, 0);
   store_be32(p + 12, src);
   store_be32(p + 16, dst);
-  store_be16(p + 10, inet_checksum(p, kMinSize));
+  if (checksum) store_be16(p + 10, inet_checksum(p, kMinSize));
 }
 
 Ipv6Hdr Ipv6Hdr::parse(const std::uint8_t* p) {

@@ -72,8 +72,9 @@ struct Ipv4Hdr {
 
   /// Decodes the fixed 20 bytes (version and options are not checked).
   static Ipv4Hdr parse(const std::uint8_t* p);
-  /// Writes a 20-byte header with its checksum computed.
-  void write(std::uint8_t* p) const;
+  /// Writes a 20-byte header with its checksum computed, or left 0 for a
+  /// NIC that fills it in (`checksum` false).
+  void write(std::uint8_t* p, bool checksum = true) const;
 };
 
 /// The Internet checksum (RFC 1071) over `len` bytes; 0 when a header with

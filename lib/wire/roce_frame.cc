@@ -13,7 +13,7 @@ std::size_t roce_frame_length(const RoceRoute& route, const OpcodeInfo& info,
 }
 
 std::size_t write_roce_headers(Bytes out, const RoceRoute& route, Bth bth, const ExtHeaders& ext,
-                               std::size_t payload_len, std::uint16_t ip_id) {
+                               std::size_t payload_len, std::uint16_t ip_id, bool ipv4_checksum) {
   const OpcodeInfo& info = opcode_info(bth.opcode);
   if (!info.valid()) return 0;
   const std::size_t frame_len = roce_frame_length(route, info, payload_len);
@@ -53,7 +53,7 @@ std::size_t write_roce_headers(Bytes out, const RoceRoute& route, Bth bth, const
     ip.ttl = route.hop_limit;
     ip.src = route.src_ip.v4();
     ip.dst = route.dst_ip.v4();
-    ip.write(p + l3);
+    ip.write(p + l3, ipv4_checksum);
     udp_off = l3 + Ipv4Hdr::kMinSize;
   }
   UdpHdr udp{route.udp_sport, kRoceV2Port, static_cast<std::uint16_t>(frame_len - udp_off), 0};

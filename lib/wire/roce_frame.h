@@ -54,14 +54,17 @@ std::size_t roce_frame_length(const RoceRoute& route, const OpcodeInfo& info,
 
 /// Writes the headers of a packet carrying `payload_len` bytes, from the
 /// Ethernet header to the last extension header, into `out`; fills in the
-/// lengths, the pad count (bth.pad_count is ignored) and the IPv4 checksum.
+/// lengths, the pad count (bth.pad_count is ignored) and the IPv4 checksum
+/// (unless `ipv4_checksum` is false: a NIC offload fills it in; the ICRC
+/// masks it either way).
 /// The caller appends payload, pad and ICRC (icrc_compute over a chain
 /// lets the payload stay in its own buffer) and, over IPv6, the UDP
 /// checksum last (udp6_checksum, or the NIC's offload); the ICRC does not
 /// cover it. Returns the header length, or
 /// 0 when `out` is too small or the opcode is unknown.
 std::size_t write_roce_headers(Bytes out, const RoceRoute& route, Bth bth, const ExtHeaders& ext,
-                               std::size_t payload_len, std::uint16_t ip_id);
+                               std::size_t payload_len, std::uint16_t ip_id,
+                               bool ipv4_checksum = true);
 
 /// Builds a complete frame into `out`: headers, payload, zero pad, ICRC.
 /// Returns the frame length, or 0 when `out` is too small or the opcode is
