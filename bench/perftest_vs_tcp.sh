@@ -4,7 +4,8 @@
 # side by side in one run:
 #   veth:  two namespaces (scripts/testbed.sh); ib_write_bw and ib_send_lat
 #          over uroce on net_af_packet, then iperf3 and sockperf over kernel
-#          TCP on the same veth pair (kernel addresses added for that run).
+#          TCP on the same veth pair (kernel addresses added for that run);
+#          at MTU 1500 (path MTU 1024) and 9000 (path MTU 4096).
 #   memif: two processes on shared memory (net_memif, hugepages); against
 #          kernel TCP over loopback, the kernel's own shared-memory path.
 # Throughput: 64 KiB messages for DURATION seconds (ib_write_bw -D, iperf3
@@ -31,7 +32,6 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-scripts/testbed.sh up "$prefix"
 a=${prefix}a
 b=${prefix}b
 
@@ -62,28 +62,35 @@ uroce_in() {  # NAMESPACE IP PORT...
   echo "ip netns exec $1 $run --port $3 --ip $2/24 --"
 }
 
-# --- veth: uroce over net_af_packet --------------------------------------
-perftest_pair "$work/veth-bw" "$(uroce_in "$b" 10.77.0.2 net_af_packet0,iface=rdma)" \
-  "$(uroce_in "$a" 10.77.0.1 net_af_packet0,iface=rdma)" 192.168.77.2 \
-  ib_write_bw -d uroce0 -s 65536 -D "$duration" --report_gbits
-perftest_pair "$work/veth-lat" "$(uroce_in "$b" 10.77.0.2 net_af_packet0,iface=rdma)" \
-  "$(uroce_in "$a" 10.77.0.1 net_af_packet0,iface=rdma)" 192.168.77.2 \
-  ib_send_lat -d uroce0 -s 2 -n 20000
-
-# --- veth: kernel TCP on the same pair -----------------------------------
-ip -n "$a" addr add 10.77.0.1/24 dev rdma
-ip -n "$b" addr add 10.77.0.2/24 dev rdma
-ip netns exec "$b" iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
-wait_listen "$b" 5201
-ip netns exec "$a" iperf3 -c 10.77.0.2 -p 5201 -t "$duration" -l 64K -J >"$work/veth-iperf.json"
-wait
-ip netns exec "$b" sockperf sr --tcp -i 10.77.0.2 -p 11111 >/dev/null 2>&1 &
-sp=$!
-wait_listen "$b" 11111
-ip netns exec "$a" sockperf pp --tcp -i 10.77.0.2 -p 11111 -m 14 -t "$duration" >"$work/veth-sockperf" 2>&1
-kill "$sp" 2>/dev/null; wait "$sp" 2>/dev/null || true
-ip -n "$a" addr flush dev rdma
-ip -n "$b" addr flush dev rdma
+# --- veth, at each MTU: uroce over net_af_packet, then kernel TCP --------
+veth_round() {  # MTU
+  local mtu=$1 out=$work/veth$1
+  TESTBED_MTU=$mtu scripts/testbed.sh up "$prefix"
+  perftest_pair "$out-bw" "$(uroce_in "$b" 10.77.0.2 net_af_packet0,iface=rdma)" \
+    "$(uroce_in "$a" 10.77.0.1 net_af_packet0,iface=rdma)" 192.168.77.2 \
+    ib_write_bw -d uroce0 -s 65536 -D "$duration" --report_gbits
+  perftest_pair "$out-lat" "$(uroce_in "$b" 10.77.0.2 net_af_packet0,iface=rdma)" \
+    "$(uroce_in "$a" 10.77.0.1 net_af_packet0,iface=rdma)" 192.168.77.2 \
+    ib_send_lat -d uroce0 -s 2 -n 20000
+  # Kernel TCP on the same pair, with kernel addresses for this run.
+  ip -n "$a" addr add 10.77.0.1/24 dev rdma
+  ip -n "$b" addr add 10.77.0.2/24 dev rdma
+  ip netns exec "$b" iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
+  wait_listen "$b" 5201
+  ip netns exec "$a" iperf3 -c 10.77.0.2 -p 5201 -t "$duration" -l 64K -J >"$out-iperf.json"
+  wait
+  ip netns exec "$b" sockperf sr --tcp -i 10.77.0.2 -p 11111 >/dev/null 2>&1 &
+  local sp=$!
+  wait_listen "$b" 11111
+  ip netns exec "$a" sockperf pp --tcp -i 10.77.0.2 -p 11111 -m 14 -t "$duration" \
+    >"$out-sockperf" 2>&1
+  kill "$sp" 2>/dev/null
+  wait "$sp" 2>/dev/null || true
+  ip -n "$a" addr flush dev rdma
+  ip -n "$b" addr flush dev rdma
+}
+veth_round 1500
+veth_round 9000
 
 # --- memif: two processes on shared memory -------------------------------
 echo $((hp_before + 600)) >/proc/sys/vm/nr_hugepages
@@ -132,22 +139,24 @@ iperf_gbps() {
 sockperf_p50() { awk '/percentile 50.000 =/ { print $NF }' "$1"; }
 ratio() { awk -v x="$1" -v y="$2" 'BEGIN { if (x == "" || y == "" || y == 0) print "-"; else printf "%.2fx", x / y }'; }
 
-vbw=$(bw_of "$work/veth-bw.client")
-vlat=$(lat_of "$work/veth-lat.client")
 mbw=$(bw_of "$work/memif-bw.client")
 mlat=$(lat_of "$work/memif-lat.client")
-tbw=$(iperf_gbps "$work/veth-iperf.json")
-tlat=$(sockperf_p50 "$work/veth-sockperf")
 lbw=$(iperf_gbps "$work/lo-iperf.json")
 llat=$(sockperf_p50 "$work/lo-sockperf")
 
 echo
-printf "%-44s %14s %18s\n" "" "64 KiB Gb/s" "median lat (us)"
-printf "%-44s %14s %18s\n" "ib_write_bw / ib_send_lat, uroce af_packet" "$vbw" "$vlat"
-printf "%-44s %14s %18s\n" "iperf3 / sockperf, kernel TCP, same veth" "$tbw" "$tlat"
-printf "%-44s %14s %18s\n" "  uroce / TCP (veth)" "$(ratio "$vbw" "$tbw")" "$(ratio "$vlat" "$tlat")"
-printf "%-44s %14s %18s\n" "ib_write_bw / ib_send_lat, uroce memif" "$mbw" "$mlat"
-printf "%-44s %14s %18s\n" "iperf3 / sockperf, kernel TCP, loopback" "$lbw" "$llat"
-printf "%-44s %14s %18s\n" "  uroce / TCP (memif vs loopback)" "$(ratio "$mbw" "$lbw")" "$(ratio "$mlat" "$llat")"
+printf "%-46s %14s %18s\n" "" "64 KiB Gb/s" "median lat (us)"
+for mtu in 1500 9000; do
+  vbw=$(bw_of "$work/veth$mtu-bw.client")
+  vlat=$(lat_of "$work/veth$mtu-lat.client")
+  tbw=$(iperf_gbps "$work/veth$mtu-iperf.json")
+  tlat=$(sockperf_p50 "$work/veth$mtu-sockperf")
+  printf "%-46s %14s %18s\n" "ib_write_bw / ib_send_lat, uroce, veth $mtu" "$vbw" "$vlat"
+  printf "%-46s %14s %18s\n" "iperf3 / sockperf, kernel TCP, veth $mtu" "$tbw" "$tlat"
+  printf "%-46s %14s %18s\n" "  uroce / TCP" "$(ratio "$vbw" "$tbw")" "$(ratio "$vlat" "$tlat")"
+done
+printf "%-46s %14s %18s\n" "ib_write_bw / ib_send_lat, uroce, memif" "$mbw" "$mlat"
+printf "%-46s %14s %18s\n" "iperf3 / sockperf, kernel TCP, loopback" "$lbw" "$llat"
+printf "%-46s %14s %18s\n" "  uroce / TCP (memif vs loopback)" "$(ratio "$mbw" "$lbw")" "$(ratio "$mlat" "$llat")"
 echo "(targets: throughput >= 1.0x TCP on veth and >= 2x over memif;"
 echo " latency <= 1.0x TCP on veth and <= 0.5x over memif)"
