@@ -8,6 +8,8 @@ namespace uroce::engine {
 namespace {
 // The program counts as driving for this long after it last did.
 constexpr Nanos kProgramDrivingNs = 200'000;
+// While the program drives, the poll thread still looks in this often.
+constexpr int kLookInUs = 20;
 // Idle iterations before the poll thread starts to nap between them.
 constexpr int kSpinsBeforeNap = 256;
 // How often the housekeeping callback runs.
@@ -40,8 +42,13 @@ void PollThread::run() {
     const Nanos now = now_ns();
     maybe_housekeep(now);
     if (now - program_drove_at_.load(std::memory_order_relaxed) < kProgramDrivingNs) {
-      // The program is driving: stay out of its way, but keep watching.
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      // The program is driving: mostly stay out of its way. But it may be
+      // waiting on memory rather than on its CQ between calls (ib_write_lat
+      // spins on its buffer for the peer's WRITE), so look in now and then
+      // and let what arrived land; try_poll steps aside if it is driving.
+      std::uint32_t work = 0;
+      engine_.try_poll(now, &work);
+      if (work == 0) std::this_thread::sleep_for(std::chrono::microseconds(kLookInUs));
       continue;
     }
     std::uint32_t work = 0;
