@@ -6,8 +6,9 @@
 #          over uroce on net_af_packet, then iperf3 and sockperf over kernel
 #          TCP on the same veth pair (kernel addresses added for that run);
 #          at MTU 1500 (path MTU 1024) and 9000 (path MTU 4096).
-#   memif: two processes on shared memory (net_memif, hugepages); against
-#          kernel TCP over loopback, the kernel's own shared-memory path.
+#   memif: two processes on shared memory (net_memif, hugepages, MTU 9000:
+#          path MTU 4096), against kernel TCP over loopback, the kernel's
+#          own path between two processes on one machine.
 # Throughput: 64 KiB messages for DURATION seconds (ib_write_bw -D, iperf3
 # -t). Latency: median one-way (half round trip) latency of small
 # messages, perftest's t_typical against sockperf's 50th percentile
@@ -101,7 +102,7 @@ sock="$work/memif-bench-$$.sock"
 memif_pair() {  # OUT TOOL ARGS...
   local out=$1
   shift
-  ip netns exec "$a" "$run" --hugepages --ip 10.78.0.2/24 \
+  ip netns exec "$a" "$run" --hugepages --mtu 9000 --ip 10.78.0.2/24 \
     --port "net_memif0,role=server,socket=$sock,socket-abstract=no" -- "$@" >"$out.server" 2>&1 &
   local pid=$!
   # The server's port is down until the client's memif connects, and the
@@ -110,7 +111,7 @@ memif_pair() {  # OUT TOOL ARGS...
   # tried TCP before the server listened.
   for _ in $(seq 200); do [[ -S $sock ]] && break; sleep 0.05; done
   for _ in 1 2 3 4 5; do
-    ip netns exec "$a" "$run" --hugepages --ip 10.78.0.1/24 \
+    ip netns exec "$a" "$run" --hugepages --mtu 9000 --ip 10.78.0.1/24 \
       --port "net_memif0,role=client,socket=$sock,socket-abstract=no" -- "$@" 127.0.0.1 \
       >"$out.client" 2>&1 && break
     grep -q "Couldn't connect" "$out.client" || break
