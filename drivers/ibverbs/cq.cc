@@ -168,7 +168,11 @@ int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) 
     errno = EINVAL;
     return -1;
   }
+  // While the program sleeps here, its events come from the poll thread.
+  auto& progress = ours(channel->context)->dev->progress();
+  progress.begin_wait();
   uroce::transport::Cq* ring = to_u<UChannel>(channel)->channel.get_event();
+  progress.end_wait();
   if (!ring) return -1;
   ibv_cq* owner = static_cast<CqRing*>(ring)->owner;
   *cq = owner;

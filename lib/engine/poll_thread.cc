@@ -59,7 +59,8 @@ void PollThread::run() {
     // Nothing to do: spin a little for latency, then nap so a passive
     // peer costs little CPU; timers are coarser than the nap anyway.
     if (++idle > kSpinsBeforeNap) {
-      std::this_thread::sleep_for(std::chrono::microseconds(idle > 4 * kSpinsBeforeNap ? 200 : 20));
+      const bool deep = idle > 4 * kSpinsBeforeNap && waiters_.load(std::memory_order_relaxed) == 0;
+      std::this_thread::sleep_for(std::chrono::microseconds(deep ? 200 : 20));
     } else {
       std::this_thread::yield();
     }

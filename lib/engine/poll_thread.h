@@ -29,6 +29,13 @@ class PollThread {
   /// free and tells the poll thread the program is driving.
   void drive();
 
+  /// A program thread is about to sleep until the engine has something
+  /// for it (a completion event): the poll thread then naps only briefly,
+  /// since the program's latency is now the poll thread's. Pair with
+  /// end_wait().
+  void begin_wait() { waiters_.fetch_add(1, std::memory_order_relaxed); }
+  void end_wait() { waiters_.fetch_sub(1, std::memory_order_relaxed); }
+
  private:
   void run();
   void maybe_housekeep(Nanos now);
@@ -38,6 +45,7 @@ class PollThread {
   Nanos housekeeping_at_ = 0;
   std::atomic<Nanos> program_drove_at_{0};
   std::atomic<bool> stop_{false};
+  std::atomic<int> waiters_{0};
   std::thread thread_;
 };
 
