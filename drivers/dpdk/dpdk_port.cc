@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "dpdk/eal.h"
 #include "log/log.h"
 
 namespace uroce::dpdk {
@@ -36,13 +37,8 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
   }
   std::unique_ptr<DpdkPort> p(new DpdkPort());
   p->port_id_ = id;
-  if (device.rfind("net_af_packet", 0) == 0) {
-    if (const auto at = device.find("iface="); at != std::string::npos) {
-      const auto end = device.find(',', at);
-      p->iface_ = device.substr(at + 6, end == std::string::npos ? end : end - at - 6);
-      p->ioctl_fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    }
-  }
+  p->iface_ = af_packet_iface(device);
+  if (!p->iface_.empty()) p->ioctl_fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
   rte_eth_dev_info info;
   if (int rc = rte_eth_dev_info_get(id, &info); rc != 0) {

@@ -75,13 +75,18 @@ std::vector<std::string> eal_arguments(const EalOptions& opts) {
   return a;
 }
 
-std::uint32_t af_packet_link_mtu(const std::string& vdev) {
-  if (vdev.rfind("net_af_packet", 0) != 0) return 0;
+std::string af_packet_iface(const std::string& vdev) {
+  if (vdev.rfind("net_af_packet", 0) != 0) return {};
   const auto at = vdev.find("iface=");
-  if (at == std::string::npos) return 0;
+  if (at == std::string::npos) return {};
   const auto end = vdev.find(',', at);
-  const std::string iface = vdev.substr(at + 6, end == std::string::npos ? end : end - at - 6);
-  if (iface.empty() || iface.size() >= IFNAMSIZ) return 0;
+  std::string iface = vdev.substr(at + 6, end == std::string::npos ? end : end - at - 6);
+  return iface.size() < IFNAMSIZ ? iface : std::string();
+}
+
+std::uint32_t af_packet_link_mtu(const std::string& vdev) {
+  const std::string iface = af_packet_iface(vdev);
+  if (iface.empty()) return 0;
   // Asked through a socket rather than sysfs, which shows the network
   // namespace it was mounted in, not necessarily ours.
   const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);

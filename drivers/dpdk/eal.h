@@ -40,6 +40,10 @@ bool is_pci_address(const std::string& device);
 /// and blocks that hold its largest frame.
 std::string with_vdev_defaults(const std::string& vdev);
 
+/// The kernel interface a net_af_packet vdev string names (iface=), or ""
+/// for another device or a name the kernel could not have.
+std::string af_packet_iface(const std::string& vdev);
+
 /// The MTU of the kernel interface a net_af_packet vdev string names
 /// (iface=), or 0 when it names none or it cannot be read. net_af_packet
 /// itself reports 1500 whatever the interface's MTU.

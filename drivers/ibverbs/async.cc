@@ -95,49 +95,23 @@ int ibv_get_async_event(ibv_context* context, ibv_async_event* event) {
 }
 
 void ibv_ack_async_event(ibv_async_event* event) {
-  // Another device's event goes to the real library, which knows all its
-  // kinds (WQ events among them).
-  const ibv_context* owner = nullptr;
-  switch (event->event_type) {
-    case IBV_EVENT_CQ_ERR:
-      owner = event->element.cq->context;
-      break;
-    case IBV_EVENT_SRQ_ERR:
-    case IBV_EVENT_SRQ_LIMIT_REACHED:
-      owner = event->element.srq->context;
-      break;
-    case IBV_EVENT_WQ_FATAL:
-      owner = event->element.wq->context;
-      break;
-    case IBV_EVENT_QP_FATAL:
-    case IBV_EVENT_QP_REQ_ERR:
-    case IBV_EVENT_QP_ACCESS_ERR:
-    case IBV_EVENT_COMM_EST:
-    case IBV_EVENT_SQ_DRAINED:
-    case IBV_EVENT_PATH_MIG:
-    case IBV_EVENT_PATH_MIG_ERR:
-    case IBV_EVENT_QP_LAST_WQE_REACHED:
-      owner = event->element.qp->context;
-      break;
-    default:
-      return;  // port and device events carry no object and count nothing
-  }
-  if (!ours(const_cast<ibv_context*>(owner))) {
-    static const auto real =
-        real_fn<decltype(&ibv_ack_async_event)>("ibv_ack_async_event", "IBVERBS_1.1");
-    if (real) real(event);
-    return;
-  }
-  // Ours: acknowledging only counts, under the object's own lock, as
-  // libibverbs does.
+  // The event's object: its context, and the lock, condition and count
+  // that acknowledging bumps, as libibverbs does.
+  ibv_context* owner = nullptr;
+  pthread_mutex_t* mu = nullptr;
+  pthread_cond_t* cond = nullptr;
+  uint32_t* count = nullptr;
   switch (event->event_type) {
     case IBV_EVENT_CQ_ERR: {
       ibv_cq* cq = event->element.cq;
-      pthread_mutex_lock(&cq->mutex);
-      ++cq->async_events_completed;
-      pthread_cond_signal(&cq->cond);
-      pthread_mutex_unlock(&cq->mutex);
-      return;
+      owner = cq->context, mu = &cq->mutex, cond = &cq->cond, count = &cq->async_events_completed;
+      break;
+    }
+    case IBV_EVENT_SRQ_ERR:
+    case IBV_EVENT_SRQ_LIMIT_REACHED: {
+      ibv_srq* srq = event->element.srq;
+      owner = srq->context, mu = &srq->mutex, cond = &srq->cond, count = &srq->events_completed;
+      break;
     }
     case IBV_EVENT_QP_FATAL:
     case IBV_EVENT_QP_REQ_ERR:
@@ -148,24 +122,26 @@ void ibv_ack_async_event(ibv_async_event* event) {
     case IBV_EVENT_PATH_MIG_ERR:
     case IBV_EVENT_QP_LAST_WQE_REACHED: {
       ibv_qp* qp = event->element.qp;
-      pthread_mutex_lock(&qp->mutex);
-      ++qp->events_completed;
-      pthread_cond_signal(&qp->cond);
-      pthread_mutex_unlock(&qp->mutex);
-      return;
+      owner = qp->context, mu = &qp->mutex, cond = &qp->cond, count = &qp->events_completed;
+      break;
     }
-    case IBV_EVENT_SRQ_ERR:
-    case IBV_EVENT_SRQ_LIMIT_REACHED: {
-      ibv_srq* srq = event->element.srq;
-      pthread_mutex_lock(&srq->mutex);
-      ++srq->events_completed;
-      pthread_cond_signal(&srq->cond);
-      pthread_mutex_unlock(&srq->mutex);
-      return;
-    }
+    case IBV_EVENT_WQ_FATAL:
+      owner = event->element.wq->context;  // uroce has no WQs: never ours
+      break;
     default:
-      return;  // port and device events carry no object
+      return;  // port and device events carry no object and count nothing
   }
+  if (!ours(owner)) {
+    // Another device's event: the real library knows all its kinds.
+    static const auto real =
+        real_fn<decltype(&ibv_ack_async_event)>("ibv_ack_async_event", "IBVERBS_1.1");
+    if (real) real(event);
+    return;
+  }
+  pthread_mutex_lock(mu);
+  ++*count;
+  pthread_cond_signal(cond);
+  pthread_mutex_unlock(mu);
 }
 
 }  // extern "C"

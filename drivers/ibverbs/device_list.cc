@@ -16,6 +16,7 @@
 #include <set>
 #include <vector>
 
+#include "dpdk/eal.h"
 #include "drivers/ibverbs/forward.h"
 #include "drivers/ibverbs/provider.h"
 #include "log/log.h"
@@ -58,11 +59,8 @@ std::set<ibv_device**> lists;
 // the port opens (through a socket: sysfs shows the network namespace it
 // was mounted in, not necessarily ours).
 std::uint64_t guid_of_interface(const std::string& port) {
-  const auto at = port.find("iface=");
-  if (port.rfind("net_af_packet", 0) != 0 || at == std::string::npos) return 0;
-  const auto end = port.find(',', at);
-  const std::string iface = port.substr(at + 6, end == std::string::npos ? end : end - at - 6);
-  if (iface.empty() || iface.size() >= IFNAMSIZ) return 0;
+  const std::string iface = uroce::dpdk::af_packet_iface(port);
+  if (iface.empty()) return 0;
   const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return 0;
   ifreq ifr{};
