@@ -3,10 +3,9 @@
 // frames leave with their IPv4 header checksum left to the port, and the
 // checksum on the wire is right. The kernel end of the tap plays the peer
 // far enough to answer ARP; it drops the RDMA traffic, which is all this
-// needs. Runs in a network namespace of its own. Needs root.
+// needs. Runs in a network namespace of the process's own. Needs root.
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <linux/if_packet.h>
 #include <net/ethernet.h>
@@ -43,17 +42,9 @@ std::uint64_t counter(const std::vector<Counter>& cs, const std::string& name) {
 }
 
 TEST(Tap, Ipv4ChecksumsAreOffloadedAndRightOnTheWire) {
-  const std::string ns = "utap" + std::to_string(getpid());
-  ASSERT_EQ(sh("ip netns add " + ns), 0);
-  struct Cleanup {
-    std::string ns;
-    ~Cleanup() { sh("ip netns del " + ns + " 2>/dev/null"); }
-  } cleanup{ns};
-  // Enter it: EAL's threads, and the tap it creates, live there too.
-  const int fd = open(("/var/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC);
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(setns(fd, CLONE_NEWNET), 0);
-  close(fd);
+  // A network namespace of this process's own, gone with the process:
+  // EAL's threads, and the tap it creates, live there too.
+  ASSERT_EQ(unshare(CLONE_NEWNET), 0);
 
   DeviceConfig dc;
   dc.name = "uroce0";
