@@ -74,6 +74,9 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c, st
   std::copy(id.begin(), id.end(), ll.bytes.begin() + 8);
   d->gids_.push_back(ll);
   engine::EngineConfig ec;
+  // The configured addresses come first: the engine sources ARP and
+  // neighbour solicitations from the first address of the family. The
+  // link-local one follows, so traffic to GID 0 is received and answered.
   for (const IpPrefix& p : dc.ip) {
     const auto ip = wire::IpAddr::parse(p.address);
     if (!ip) {
@@ -83,6 +86,7 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c, st
     d->gids_.push_back(*ip);
     ec.addresses.push_back(*ip);
   }
+  ec.addresses.push_back(ll);
   const FaultSettings& f = c.fault;
   ec.fault.rx = {f.rx_drop, f.rx_duplicate, f.rx_reorder, f.rx_corrupt};
   ec.fault.tx = {f.tx_drop, f.tx_duplicate, f.tx_reorder, f.tx_corrupt};

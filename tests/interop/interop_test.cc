@@ -319,6 +319,14 @@ TEST_F(Interop, RcPingpongIpv6) {
   p.ipv6 = true;
   run(p);
 }
+TEST_F(Interop, RcPingpongLinkLocalGid) {
+  // GID 0, the fe80:: address made from the MAC, which many programs use
+  // by default: the peer is found with neighbour discovery.
+  Pair p = pingpong("ibv_rc_pingpong", "-c");
+  for (std::string* cmd : {&p.server, &p.client}) cmd->replace(cmd->find("-g 1"), 4, "-g 0");
+  p.ipv6 = true;
+  run(p);
+}
 TEST_F(Interop, IbWriteBwIpv6) {
   Pair p = perftest("ib_write_bw", "-n 200 -x 2", kBwLine);
   p.ipv6 = true;
