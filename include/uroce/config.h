@@ -28,7 +28,10 @@ struct DeviceConfig {
   std::uint32_t mtu = 0;     ///< link MTU; 0 keeps the port's
   bool hugepages = false;    ///< hugepage-backed memory (net_memif needs it)
   std::uint8_t dscp = 26;    ///< DSCP of RoCE traffic
-  std::uint8_t pcp = 3;      ///< 802.1p priority of RoCE traffic
+  std::uint8_t pcp = 3;      ///< 802.1p priority of RoCE traffic (when tagged)
+  /// Send RoCE frames with an 802.1Q priority tag (VID 0) carrying `pcp`;
+  /// untagged frames carry their priority in the DSCP alone.
+  bool priority_tag = false;
   /// How long opening waits for the link to come up (a memif port is down
   /// until its peer connects); 0 does not wait.
   std::uint32_t link_wait_ms = 10000;
@@ -39,6 +42,23 @@ struct FaultSettings {
   double rx_drop = 0, rx_duplicate = 0, rx_reorder = 0, rx_corrupt = 0;
   double tx_drop = 0, tx_duplicate = 0, tx_reorder = 0, tx_corrupt = 0;
   std::uint64_t seed = 1;
+  /// A receiver made slow on purpose: received frames wait in a buffer of
+  /// rx_buffer_kb and leave it for the transport at rx_rate_mbps at most
+  /// (0: as fast as the engine goes). A full buffer drops.
+  std::uint32_t rx_rate_mbps = 0;
+  std::uint32_t rx_buffer_kb = 1024;
+};
+
+/// Priority-based Flow Control (802.1Qbb) of every device: in the NIC
+/// where the port offers it, in uroce otherwise.
+struct PfcSettings {
+  bool enabled = false;
+  std::uint8_t priorities = 1u << 3;  ///< lossless priorities, bit n = priority n
+  std::uint32_t xoff_kb = 512;        ///< receive backlog that sends XOFF
+  std::uint32_t xon_kb = 256;         ///< receive backlog that sends XON (xoff_kb / 2)
+  std::uint16_t quanta = 0xFFFF;      ///< pause time an XOFF asks for
+  std::uint32_t watchdog_ms = 200;    ///< storm detection time; 0: no watchdog
+  std::uint32_t restoration_ms = 200;
 };
 
 struct Config {
@@ -47,6 +67,7 @@ struct Config {
   unsigned eal_memory_mb = 512;
   std::string log_level = "warn";  ///< trace, debug, info, warn, error, off
   FaultSettings fault;
+  PfcSettings pfc;
 };
 
 /// The result of loading: a configuration, or an error that names the key.

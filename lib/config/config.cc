@@ -83,13 +83,23 @@ void apply_env(toml::table& root, const std::vector<std::string>& env,
       origin["log.level"] = name;
       continue;
     }
-    for (const std::string table : {"EAL", "LOG", "FAULT"}) {
+    for (const std::string table : {"EAL", "LOG", "FAULT", "PFC"}) {
       const std::string prefix = "UROCE_" + table + "_";
       if (name.rfind(prefix, 0) != 0) continue;
       const std::string key = lower(name.substr(prefix.size()));
       toml::table& t = subtable(root, lower(table));
       if (table == "EAL" && key == "args") {
         t.insert_or_assign(key, split_list(value, ' '));
+      } else if (table == "PFC" && key == "priorities") {
+        toml::array a;  // "3,4"
+        std::stringstream ss(value);
+        for (std::string item; std::getline(ss, item, ',');) {
+          char* end = nullptr;
+          const long v = std::strtol(item.c_str(), &end, 10);
+          if (*end != '\0') fail(name, "expected priorities like 3,4");
+          a.push_back(static_cast<std::int64_t>(v));
+        }
+        t.insert_or_assign(key, std::move(a));
       } else {
         set_from_text(t, key, value);
       }
@@ -222,7 +232,7 @@ IpPrefix parse_prefix(const Reader& r, const std::string& key, const std::string
 }
 
 Config build(const toml::table& root, const Reader& r) {
-  r.only(root, "", {"device", "eal", "log", "fault"});
+  r.only(root, "", {"device", "eal", "log", "fault", "pfc"});
   Config c;
   if (const toml::node* d = root.get("device")) {
     const toml::array* devs = d->as_array();
@@ -231,7 +241,9 @@ Config build(const toml::table& root, const Reader& r) {
       const std::string path = "device[" + std::to_string(i) + "].";
       const toml::table* t = devs->get(i)->as_table();
       if (!t) fail(r.where("device[" + std::to_string(i) + "]"), "must be a table");
-      r.only(*t, path, {"name", "port", "ip", "mtu", "hugepages", "dscp", "pcp", "link_wait_ms"});
+      r.only(*t, path,
+             {"name", "port", "ip", "mtu", "hugepages", "dscp", "pcp", "priority_tag",
+              "link_wait_ms"});
       DeviceConfig dev;
       dev.name = r.string(*t, path, "name").value_or("uroce" + std::to_string(i));
       const auto port = r.string(*t, path, "port");
@@ -245,6 +257,7 @@ Config build(const toml::table& root, const Reader& r) {
       dev.hugepages = r.boolean(*t, path, "hugepages", false);
       dev.dscp = r.number<std::uint8_t>(*t, path, "dscp", 26, 0, 63);
       dev.pcp = r.number<std::uint8_t>(*t, path, "pcp", 3, 0, 7);
+      dev.priority_tag = r.boolean(*t, path, "priority_tag", false);
       dev.link_wait_ms = r.number<std::uint32_t>(*t, path, "link_wait_ms", 10000, 0, 600000);
       for (const DeviceConfig& other : c.devices) {
         if (other.name == dev.name) fail(r.where(path + "name"), "'" + dev.name + "' is taken");
@@ -276,7 +289,7 @@ Config build(const toml::table& root, const Reader& r) {
     if (!t) fail(r.where("fault"), "must be a table");
     r.only(*t, "fault.",
            {"rx_drop", "rx_duplicate", "rx_reorder", "rx_corrupt", "tx_drop", "tx_duplicate",
-            "tx_reorder", "tx_corrupt", "seed"});
+            "tx_reorder", "tx_corrupt", "seed", "rx_rate_mbps", "rx_buffer_kb"});
     FaultSettings& s = c.fault;
     s.rx_drop = r.number<double>(*t, "fault.", "rx_drop", 0, 0, 1);
     s.rx_duplicate = r.number<double>(*t, "fault.", "rx_duplicate", 0, 0, 1);
@@ -287,6 +300,34 @@ Config build(const toml::table& root, const Reader& r) {
     s.tx_reorder = r.number<double>(*t, "fault.", "tx_reorder", 0, 0, 1);
     s.tx_corrupt = r.number<double>(*t, "fault.", "tx_corrupt", 0, 0, 1);
     s.seed = r.number<std::uint64_t>(*t, "fault.", "seed", 1, 0, UINT64_MAX);
+    s.rx_rate_mbps = r.number<std::uint32_t>(*t, "fault.", "rx_rate_mbps", 0, 0, 400000);
+    s.rx_buffer_kb = r.number<std::uint32_t>(*t, "fault.", "rx_buffer_kb", 1024, 16, 1u << 20);
+  }
+  if (const toml::node* n = root.get("pfc")) {
+    const toml::table* t = n->as_table();
+    if (!t) fail(r.where("pfc"), "must be a table");
+    r.only(
+        *t, "pfc.",
+        {"enabled", "priorities", "xoff_kb", "xon_kb", "quanta", "watchdog_ms", "restoration_ms"});
+    PfcSettings& p = c.pfc;
+    p.enabled = r.boolean(*t, "pfc.", "enabled", false);
+    if (const toml::node* pr = t->get("priorities")) {
+      const toml::array* a = pr->as_array();
+      if (!a || a->empty())
+        fail(r.where("pfc.priorities"), "expected a list of priorities, like [3]");
+      p.priorities = 0;
+      for (const auto& e : *a) {
+        const auto v = e.value_exact<std::int64_t>();
+        if (!v || *v < 0 || *v > 7) fail(r.where("pfc.priorities"), "priorities are 0 to 7");
+        p.priorities |= static_cast<std::uint8_t>(1u << *v);
+      }
+    }
+    p.xoff_kb = r.number<std::uint32_t>(*t, "pfc.", "xoff_kb", 512, 1, 1u << 20);
+    p.xon_kb = r.number<std::uint32_t>(*t, "pfc.", "xon_kb", p.xoff_kb / 2, 0, 1u << 20);
+    if (p.xon_kb >= p.xoff_kb) fail(r.where("pfc.xon_kb"), "must be below pfc.xoff_kb");
+    p.quanta = r.number<std::uint16_t>(*t, "pfc.", "quanta", 0xFFFF, 1, 0xFFFF);
+    p.watchdog_ms = r.number<std::uint32_t>(*t, "pfc.", "watchdog_ms", 200, 0, 60000);
+    p.restoration_ms = r.number<std::uint32_t>(*t, "pfc.", "restoration_ms", 200, 1, 60000);
   }
   return c;
 }

@@ -102,6 +102,42 @@ TEST(Config, RefusesBadInputNamingTheKey) {
   }
 }
 
+TEST(Config, PfcTableAndSlowReceiverKnob) {
+  auto r = parse(
+      "[pfc]\nenabled = true\npriorities = [3, 4]\nxoff_kb = 64\nquanta = 1000\n"
+      "watchdog_ms = 0\n[fault]\nrx_rate_mbps = 200\nrx_buffer_kb = 160\n");
+  ASSERT_TRUE(r.config) << r.error;
+  const Config& c = *r.config;
+  EXPECT_TRUE(c.pfc.enabled);
+  EXPECT_EQ(c.pfc.priorities, 0x18);
+  EXPECT_EQ(c.pfc.xoff_kb, 64u);
+  EXPECT_EQ(c.pfc.xon_kb, 32u) << "half of xoff by default";
+  EXPECT_EQ(c.pfc.quanta, 1000);
+  EXPECT_EQ(c.pfc.watchdog_ms, 0u);
+  EXPECT_EQ(c.pfc.restoration_ms, 200u);
+  EXPECT_EQ(c.fault.rx_rate_mbps, 200u);
+  EXPECT_EQ(c.fault.rx_buffer_kb, 160u);
+  r = parse("", {"UROCE_PFC_ENABLED=true", "UROCE_PFC_PRIORITIES=3,5"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_TRUE(r.config->pfc.enabled);
+  EXPECT_EQ(r.config->pfc.priorities, 0x28);
+  const struct {
+    const char* text;
+    const char* expect;
+  } bad[] = {
+      {"[pfc]\npriorities = [8]", "pfc.priorities: priorities are 0 to 7"},
+      {"[pfc]\npriorities = []", "pfc.priorities: expected a list"},
+      {"[pfc]\nxoff_kb = 64\nxon_kb = 64", "pfc.xon_kb: must be below pfc.xoff_kb"},
+      {"[pfc]\nquanta = 0", "pfc.quanta: must be between 1 and 65535"},
+      {"[pfc]\nenable = true", "pfc.enable: unknown key"},
+  };
+  for (const auto& b : bad) {
+    const auto e = parse(b.text);
+    EXPECT_FALSE(e.config) << b.text;
+    EXPECT_NE(e.error.find(b.expect), std::string::npos) << "got: " << e.error;
+  }
+}
+
 TEST(Config, ReportsSyntaxErrorsWithTheirPosition) {
   const auto r = parse("[[device]]\nport = \"unterminated\n");
   EXPECT_FALSE(r.config);
