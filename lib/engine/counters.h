@@ -30,6 +30,8 @@ enum class EngineCounter : std::uint8_t {
   kTxNeighborAdvert,
   kTxNeighborSolicit,
   kRxMacControl,
+  kRxMacControlDropped,  ///< malformed PAUSE/PFC frames
+  kRxBufferDropped,      ///< frames the full receive buffer could not take
   kRxOther,
   kFaultDropped,
   kFaultDuplicated,
@@ -56,6 +58,8 @@ inline constexpr std::array<std::string_view, static_cast<std::size_t>(EngineCou
         "tx_neighbor_advert",
         "tx_neighbor_solicit",
         "rx_mac_control",
+        "rx_mac_control_dropped",
+        "rx_buffer_dropped",
         "rx_other",
         "fault_dropped",
         "fault_duplicated",

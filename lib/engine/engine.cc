@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "log/log.h"
+#include "pfc/classify.h"
 #include "wire/arp.h"
 #include "wire/icmp.h"
 #include "wire/icrc.h"
@@ -19,6 +20,21 @@ using wire::ConstBytes;
 
 namespace {
 constexpr std::size_t kMaxBacklog = 512;
+// Frames the receive buffer holds at most, whatever their size: they keep
+// their mbufs, and the port's pool has 4096 to spare.
+constexpr std::size_t kMaxBufferedFrames = 2048;
+// Bytes the receive rate limit may let out at once.
+constexpr double kRxTokenBurst = 32768;
+
+std::string priority_list(std::uint8_t mask) {
+  std::string s;
+  for (unsigned p = 0; p < wire::kNumPriorities; ++p) {
+    if (!(mask & (1u << p))) continue;
+    if (!s.empty()) s += ",";
+    s += std::to_string(p);
+  }
+  return s;
+}
 }  // namespace
 
 Engine::Engine(Port& port, EngineConfig cfg)
@@ -26,12 +42,29 @@ Engine::Engine(Port& port, EngineConfig cfg)
       cfg_(std::move(cfg)),
       mac_(port.mac()),
       fault_(cfg_.fault),
-      ipv4_checksum_offload_(port.offloads_ipv4_checksum()) {}
+      ipv4_checksum_offload_(port.offloads_ipv4_checksum()) {
+  if (cfg_.pfc.enabled) {
+    const std::uint8_t lossless = cfg_.pfc.xoff.lossless;
+    if (port_.enable_hardware_pfc(lossless, cfg_.pfc.xoff.quanta) == 0) {
+      hardware_pfc_ = true;
+      log::get().info("PFC on priorities {} runs in the NIC", priority_list(lossless));
+    } else {
+      pfc::XoffConfig x = cfg_.pfc.xoff;
+      x.speed_mbps = port_.speed_mbps() != 0 ? port_.speed_mbps() : pfc::kDefaultSpeedMbps;
+      pause_.emplace(lossless, x.speed_mbps, cfg_.pfc.watchdog, pfc_counters_);
+      xoff_.emplace(x, pfc_counters_);
+      log::get().info("PFC on priorities {} runs in uroce (the port has no PFC offload)",
+                      priority_list(lossless));
+    }
+  }
+  buffered_rx_ = pause_.has_value() || cfg_.rx_buffer.rate_mbps > 0;
+}
 
 Engine::~Engine() {
   // Frames still waiting go back to the port's pool.
   for (TxFrame& f : backlog_) port_.tx_free(f);
   for (TxFrame& f : tx_held_) port_.tx_free(f);
+  for (Buffered& b : rx_buffer_) port_.rx_release(&b.frame, 1);
 }
 
 void Engine::attach(transport::Qp& qp) {
@@ -71,21 +104,146 @@ bool Engine::try_poll(Nanos now, std::uint32_t* work) {
 
 void Engine::run_once(Nanos now, std::uint32_t* work) {
   RxFrame frames[64];
-  const std::uint16_t n = port_.rx_burst(frames, std::min<std::uint16_t>(cfg_.rx_burst, 64));
-  if (n > 0) {
-    counters_.inc(EngineCounter::kRxBursts);
-    counters_.inc(EngineCounter::kRxFrames, n);
+  std::uint32_t n = 0;
+  if (buffered_rx_) {
+    // Empty the port into the buffer, as a NIC fills its packet buffer
+    // whatever the host does; the transport then takes what it can.
+    for (int k = 0; k < 8; ++k) {
+      const std::uint16_t got = port_.rx_burst(frames, 64);
+      if (got == 0) break;
+      counters_.inc(EngineCounter::kRxBursts);
+      counters_.inc(EngineCounter::kRxFrames, got);
+      buffer_rx(frames, got, now);
+      n += got;
+      if (got < 64) break;
+    }
+    drain_rx_buffer(now);
+  } else {
+    const std::uint16_t got = port_.rx_burst(frames, std::min<std::uint16_t>(cfg_.rx_burst, 64));
+    if (got > 0) {
+      counters_.inc(EngineCounter::kRxBursts);
+      counters_.inc(EngineCounter::kRxFrames, got);
+    }
+    for (std::uint16_t i = 0; i < got; ++i) receive(frames[i].data, now);
+    if (got > 0) port_.rx_release(frames, got);
+    n = got;
   }
-  for (std::uint16_t i = 0; i < n; ++i) receive(frames[i].data, now);
-  if (n > 0) port_.rx_release(frames, n);
   // Frames held back by reorder injection arrive after this burst.
   if (!rx_held_.empty()) {
     auto held = std::move(rx_held_);
     rx_held_.clear();
     for (const auto& f : held) receive_one(f, now);
   }
+  if (pause_) run_pfc(now);
   run_timers(now);
   *work = n + (flush_backlog() ? run_tx(now) : 0);
+}
+
+void Engine::buffer_rx(RxFrame* frames, std::uint16_t n, Nanos now) {
+  for (std::uint16_t i = 0; i < n; ++i) {
+    const ConstBytes f = frames[i].data;
+    const bool mac_control = f.size() >= wire::EthHdr::kSize &&
+                             wire::load_be16(f.data() + 12) == wire::ether_type::kMacControl;
+    if (mac_control) {
+      // The MAC acts on PAUSE and PFC at once; they never wait in line.
+      receive(f, now);
+      port_.rx_release(&frames[i], 1);
+      continue;
+    }
+    if (rx_buffer_bytes_ + f.size() > cfg_.rx_buffer.bytes ||
+        rx_buffer_.size() >= kMaxBufferedFrames) {
+      counters_.inc(EngineCounter::kRxBufferDropped);
+      port_.rx_release(&frames[i], 1);
+      continue;
+    }
+    const std::uint8_t prio = pfc::frame_priority(f);
+    rx_buffer_.push_back({frames[i], prio});
+    rx_buffer_bytes_ += f.size();
+    rx_backlog_[prio] += f.size();
+  }
+}
+
+std::uint32_t Engine::drain_rx_buffer(Nanos now) {
+  const std::uint32_t rate = cfg_.rx_buffer.rate_mbps;
+  if (rate != 0) {
+    // A token bucket in bytes: rate_mbps / 8000 bytes a nanosecond.
+    if (rx_tokens_at_ != 0 && now > rx_tokens_at_)
+      rx_tokens_ = std::min(kRxTokenBurst,
+                            rx_tokens_ + static_cast<double>(now - rx_tokens_at_) * rate / 8000.0);
+    rx_tokens_at_ = now;
+  }
+  RxFrame done[64];
+  std::uint16_t n = 0;
+  const std::uint16_t budget = std::min<std::uint16_t>(cfg_.rx_burst, 64);
+  while (!rx_buffer_.empty() && n < budget) {
+    const Buffered b = rx_buffer_.front();
+    const std::size_t size = b.frame.data.size();
+    if (rate != 0) {
+      if (rx_tokens_ < static_cast<double>(size)) break;
+      rx_tokens_ -= static_cast<double>(size);
+    }
+    rx_buffer_.pop_front();
+    rx_buffer_bytes_ -= size;
+    rx_backlog_[b.priority] -= size;
+    receive(b.frame.data, now);
+    done[n++] = b.frame;
+  }
+  if (n > 0) port_.rx_release(done, n);
+  return n;
+}
+
+void Engine::run_pfc(Nanos now) {
+  paused_ = pause_->paused(now);
+  if (const std::uint8_t storms = pause_->take_new_storms()) {
+    for (unsigned p = 0; p < wire::kNumPriorities; ++p) {
+      const auto bit = static_cast<std::uint8_t>(1u << p);
+      if (!(storms & bit)) continue;
+      // Logged once per priority; the counter keeps the rest.
+      if (storms_logged_ & bit) continue;
+      storms_logged_ |= bit;
+      log::get().warn(
+          "PFC storm on priority {}: paused for {} ms without a break; its pauses are "
+          "ignored for {} ms (pfc_storm_detected counts every one)",
+          p, cfg_.pfc.watchdog.detection_ns / 1'000'000,
+          cfg_.pfc.watchdog.restoration_ns / 1'000'000);
+    }
+  }
+  if (const auto req = xoff_->update(rx_backlog_, now)) {
+    std::uint8_t frame[wire::kMinFrameSize];
+    if (wire::build_pfc_frame(frame, mac_, req->class_enable, req->class_time) != 0)
+      send_mac_control(frame);
+  }
+}
+
+void Engine::send_mac_control(ConstBytes frame) {
+  TxFrame f;
+  if (!port_.tx_alloc(static_cast<std::uint32_t>(frame.size()), f)) {
+    counters_.inc(EngineCounter::kTxDropped);
+    return;
+  }
+  std::memcpy(f.room.data(), frame.data(), frame.size());
+  f.length = static_cast<std::uint32_t>(frame.size());
+  if (port_.tx_burst(&f, 1) == 1) {
+    counters_.inc(EngineCounter::kTxFrames);
+  } else {
+    backlog_.insert(backlog_.begin(), f);  // first out once the port takes frames again
+  }
+}
+
+void Engine::on_mac_control(ConstBytes frame, Nanos now) {
+  wire::MacControlFrame f;
+  if (wire::parse_mac_control_frame(frame, f) != wire::MacControlError::kNone) {
+    counters_.inc(EngineCounter::kRxMacControlDropped);
+    return;
+  }
+  // Without PFC in uroce, pauses are the NIC's business or nobody's.
+  if (pause_) pause_->on_frame(f, now);
+}
+
+std::uint8_t Engine::priority_of(const transport::Qp& qp) const {
+  if (qp.type() == transport::QpType::kUd) return cfg_.ud_priority;
+  const wire::RoceRoute& r = qp.attr().route;
+  return r.vlan ? r.pcp : pfc::dscp_priority(r.dscp);
 }
 
 void Engine::receive(ConstBytes frame, Nanos now) {
@@ -135,8 +293,8 @@ void Engine::receive_one(ConstBytes frame, Nanos now) {
       on_arp(frame);
       return;
     case wire::ether_type::kMacControl:
-      // PFC and PAUSE: lib/pfc acts on them once it exists.
       counters_.inc(EngineCounter::kRxMacControl);
+      on_mac_control(frame, now);
       return;
     case wire::ether_type::kIpv4:
       if (frame.size() >= l3 + 20 && frame[l3 + 9] == wire::ip_proto::kIcmp) {
@@ -324,6 +482,8 @@ std::uint32_t Engine::run_tx(Nanos now) {
   const std::size_t n = order_.size();
   for (std::size_t k = 0; k < n && !sink_.full(); ++k) {
     transport::Qp* qp = order_[(rr_ + k) % n];
+    // A paused priority keeps its place: its QPs wait, the others go on.
+    if (paused_ != 0 && (paused_ >> priority_of(*qp) & 1)) continue;
     if (!qp->has_work(now)) continue;
     sent += qp->transmit(sink_, cfg_.tx_budget_per_qp, now);
     rearm(*qp);

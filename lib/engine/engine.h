@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -21,6 +22,8 @@
 #include "engine/neighbors.h"
 #include "engine/port.h"
 #include "engine/timer_wheel.h"
+#include "pfc/pause_generator.h"
+#include "pfc/pause_state.h"
 #include "transport/qp.h"
 #include "transport/tx.h"
 
@@ -28,9 +31,30 @@ namespace uroce::engine {
 
 using transport::Nanos;
 
+/// Priority-based Flow Control of the port (lib/pfc).
+struct PfcConfig {
+  bool enabled = false;
+  pfc::XoffConfig xoff;  ///< lossless priorities, thresholds, quanta
+  pfc::WatchdogConfig watchdog;
+};
+
+/// The receive buffer between the port and the transport. Frames wait in
+/// it when the transport is slower than the link; PFC pauses the partner
+/// as it fills. It is used when PFC runs in uroce or the receiver is made
+/// slow on purpose (rx_rate_mbps, a test knob); otherwise frames go from
+/// the port to the transport directly.
+struct RxBufferConfig {
+  std::uint64_t bytes = 1u << 20;  ///< past this the buffer drops
+  std::uint32_t rate_mbps = 0;     ///< frames leave at most this fast; 0: no limit
+};
+
 struct EngineConfig {
   std::vector<wire::IpAddr> addresses;  ///< this device's IP addresses
   FaultConfig fault;                    ///< test feature: seeded impairments
+  PfcConfig pfc;
+  RxBufferConfig rx_buffer;
+  /// The priority of UD QPs, whose datagrams carry each its own route.
+  std::uint8_t ud_priority = 3;
   std::uint16_t rx_burst = 32;
   std::uint32_t tx_budget_per_qp = 16;  ///< packets one QP may send per turn
 };
@@ -87,6 +111,9 @@ class Engine {
 
   bool is_local(const wire::IpAddr& ip) const;
   const EngineCounters& counters() const { return counters_; }
+  const pfc::Counters& pfc_counters() const { return pfc_counters_; }
+  /// True when the NIC does PFC; false when uroce does, or nobody does.
+  bool hardware_pfc() const { return hardware_pfc_; }
   wire::MacAddr mac() const { return mac_; }
   Port& port() { return port_; }
 
@@ -112,6 +139,16 @@ class Engine {
   void on_arp(wire::ConstBytes frame);
   void on_icmp(wire::ConstBytes frame);
   void on_ndp(wire::ConstBytes frame);
+  void on_mac_control(wire::ConstBytes frame, Nanos now);
+  // The receive buffer: fill it from a burst, let frames out of it.
+  void buffer_rx(RxFrame* frames, std::uint16_t n, Nanos now);
+  std::uint32_t drain_rx_buffer(Nanos now);
+  // Software PFC: our XOFF/XON from the buffer's backlog, and the pauses
+  // the partner asked for.
+  void run_pfc(Nanos now);
+  /// Sends a MAC control frame ahead of anything waiting: the MAC's own.
+  void send_mac_control(wire::ConstBytes frame);
+  std::uint8_t priority_of(const transport::Qp& qp) const;
   void send_raw(wire::ConstBytes frame);
   /// ARP for an IPv4 target, a Neighbor Solicitation for an IPv6 one.
   void send_arp_request(const wire::IpAddr& target);
@@ -144,6 +181,24 @@ class Engine {
   std::vector<std::uint8_t> scratch_;
   std::uint16_t ip_id_ = 0;
   const bool ipv4_checksum_offload_;
+
+  pfc::Counters pfc_counters_;
+  bool hardware_pfc_ = false;
+  std::optional<pfc::PauseState> pause_;     ///< software PFC: what the partner paused
+  std::optional<pfc::PauseGenerator> xoff_;  ///< software PFC: our pauses
+  std::uint8_t paused_ = 0;                  ///< priorities paused this iteration
+  std::uint8_t storms_logged_ = 0;
+
+  struct Buffered {
+    RxFrame frame;
+    std::uint8_t priority;
+  };
+  bool buffered_rx_ = false;
+  std::deque<Buffered> rx_buffer_;
+  std::uint64_t rx_buffer_bytes_ = 0;
+  std::array<std::uint64_t, wire::kNumPriorities> rx_backlog_{};  ///< bytes per priority
+  double rx_tokens_ = 0;  ///< bytes the rate limit lets out now
+  Nanos rx_tokens_at_ = 0;
 };
 
 }  // namespace uroce::engine

@@ -5,6 +5,7 @@
 // the link's identity and state. drivers/dpdk implements it over an
 // ethdev; tests may implement it over memory (never bypassing the engine).
 
+#include <cerrno>
 #include <cstdint>
 
 #include "wire/bytes.h"
@@ -54,6 +55,16 @@ class Port {
   virtual bool link_up() const = 0;
   /// Link speed in Mb/s, 0 when unknown.
   virtual std::uint32_t speed_mbps() const = 0;
+
+  /// Hands PFC of the priorities in `lossless` to the NIC, which then
+  /// pauses its partner at its own buffer's thresholds and honours the
+  /// partner's pauses (rte_eth_dev_priority_flow_ctrl_set). Returns 0, or
+  /// a negative errno (-ENOTSUP: the NIC has no PFC; uroce does it).
+  virtual int enable_hardware_pfc(std::uint8_t lossless, std::uint16_t quanta) {
+    (void)lossless;
+    (void)quanta;
+    return -ENOTSUP;
+  }
 };
 
 }  // namespace uroce::engine

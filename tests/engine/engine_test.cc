@@ -11,8 +11,7 @@
 #include <random>
 #include <thread>
 
-#include "support/pipe_port.h"
-#include "support/sim_memory.h"
+#include "engine/hosts.h"
 #include "support/wire_samples.h"
 #include "wire/arp.h"
 #include "wire/icmp.h"
@@ -25,86 +24,6 @@ using transport::Qp;
 using transport::QpAttr;
 using transport::QpState;
 using transport::QpType;
-
-const wire::MacAddr kMacA = {{0x02, 0xAA, 0, 0, 0, 1}};
-const wire::MacAddr kMacB = {{0x02, 0xBB, 0, 0, 0, 2}};
-const wire::IpAddr kIpA = *wire::IpAddr::parse("10.9.0.1");
-const wire::IpAddr kIpB = *wire::IpAddr::parse("10.9.0.2");
-constexpr unsigned kAll = transport::access::kLocalWrite | transport::access::kRemoteWrite |
-                          transport::access::kRemoteRead | transport::access::kRemoteAtomic;
-
-struct Host {
-  test::PipePort port;
-  Engine engine;
-  test::SimMemory memory;
-  transport::Cq scq{4096};
-  transport::Cq rcq{4096};
-  std::unique_ptr<Qp> qp;
-
-  Host(wire::MacAddr mac, wire::IpAddr ip, FaultConfig fault = {})
-      : port(mac), engine(port, EngineConfig{{ip}, fault}) {}
-
-  Qp& make_qp(std::uint32_t qpn) {
-    transport::QpInit init;
-    init.qpn = qpn;
-    init.max_send_wr = 256;
-    init.max_recv_wr = 256;
-    init.max_send_sge = 2;
-    init.max_recv_sge = 2;
-    init.send_cq = &scq;
-    init.recv_cq = &rcq;
-    init.memory = &memory;
-    qp = std::make_unique<Qp>(init);
-    engine.attach(*qp);
-    return *qp;
-  }
-};
-
-// Polls both engines from one thread until `done` or a wall-clock limit.
-bool run(Host& a, Host& b, const std::function<bool()>& done, int seconds = 60) {
-  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > limit) return false;
-    a.engine.poll(now_ns());
-    b.engine.poll(now_ns());
-  }
-  return true;
-}
-
-void connect(Host& a, Host& b, std::uint32_t qa, std::uint32_t qb) {
-  using namespace transport::attr_mask;
-  Qp& x = a.make_qp(qa);
-  Qp& y = b.make_qp(qb);
-  for (auto [q, self, peer, peer_qpn] : {std::tuple{&x, &a, &b, qb}, std::tuple{&y, &b, &a, qa}}) {
-    QpAttr at;
-    at.qp_state = QpState::kInit;
-    at.qp_access_flags = kAll;
-    ASSERT_EQ(q->modify(at, kState | kPkeyIndex | kPort | kAccessFlags, 0), 0);
-    at.qp_state = QpState::kRtr;
-    at.route.src_mac = self->port.mac();
-    at.route.dst_mac = peer->port.mac();
-    at.route.src_ip = self == &a ? kIpA : kIpB;
-    at.route.dst_ip = self == &a ? kIpB : kIpA;
-    at.route.udp_sport = wire::roce_udp_sport(qa, qb);
-    at.path_mtu = wire::Mtu::k1024;
-    at.dest_qp_num = peer_qpn;
-    at.rq_psn = 0x123;
-    at.max_dest_rd_atomic = 8;
-    at.min_rnr_timer = 1;
-    ASSERT_EQ(
-        q->modify(at, kState | kAv | kPathMtu | kDestQpn | kRqPsn | kMaxDestRdAtomic | kMinRnrTimer,
-                  0),
-        0);
-    at.qp_state = QpState::kRts;
-    at.sq_psn = 0x123;
-    at.timeout = 10;  // 4 ms
-    at.retry_cnt = 7;
-    at.rnr_retry = 7;
-    at.max_rd_atomic = 8;
-    ASSERT_EQ(q->modify(at, kState | kSqPsn | kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic, 0),
-              0);
-  }
-}
 
 TEST(Engine, AnswersArpForItsAddressesOnlyAndLearnsTheAsker) {
   Host a(kMacA, kIpA);

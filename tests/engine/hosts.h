@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#pragma once
+
+// Two engines on two ports joined in memory, each with a QP that the
+// other's connects to: the fixture of the engine tests.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "engine/engine.h"
+#include "support/pipe_port.h"
+#include "support/sim_memory.h"
+
+namespace uroce::engine {
+
+using transport::Qp;
+using transport::QpAttr;
+using transport::QpState;
+
+inline const wire::MacAddr kMacA = {{0x02, 0xAA, 0, 0, 0, 1}};
+inline const wire::MacAddr kMacB = {{0x02, 0xBB, 0, 0, 0, 2}};
+inline const wire::IpAddr kIpA = *wire::IpAddr::parse("10.9.0.1");
+inline const wire::IpAddr kIpB = *wire::IpAddr::parse("10.9.0.2");
+inline constexpr unsigned kAll = transport::access::kLocalWrite | transport::access::kRemoteWrite |
+                                 transport::access::kRemoteRead | transport::access::kRemoteAtomic;
+
+struct Host {
+  test::PipePort port;
+  Engine engine;
+  test::SimMemory memory;
+  transport::Cq scq{4096};
+  transport::Cq rcq{4096};
+  std::vector<std::unique_ptr<Qp>> qps;
+  Qp* qp = nullptr;  ///< the QP made last
+
+  Host(wire::MacAddr mac, wire::IpAddr ip, FaultConfig fault = {})
+      : Host(mac, [&] {
+          EngineConfig c;
+          c.addresses = {ip};
+          c.fault = fault;
+          return c;
+        }()) {}
+  Host(wire::MacAddr mac, EngineConfig cfg) : port(mac), engine(port, std::move(cfg)) {}
+
+  Qp& make_qp(std::uint32_t qpn) {
+    transport::QpInit init;
+    init.qpn = qpn;
+    init.max_send_wr = 256;
+    init.max_recv_wr = 256;
+    init.max_send_sge = 2;
+    init.max_recv_sge = 2;
+    init.send_cq = &scq;
+    init.recv_cq = &rcq;
+    init.memory = &memory;
+    qps.push_back(std::make_unique<Qp>(init));
+    qp = qps.back().get();
+    engine.attach(*qp);
+    return *qp;
+  }
+};
+
+// Polls both engines from one thread until `done` or a wall-clock limit.
+inline bool run(Host& a, Host& b, const std::function<bool()>& done, int seconds = 60) {
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > limit) return false;
+    a.engine.poll(now_ns());
+    b.engine.poll(now_ns());
+  }
+  return true;
+}
+
+// Connects a QP of `a` to one of `b`, RC, path MTU 1024. `dscp` sets their
+// priority (DSCP 26: priority 3); `timeout` is the IBA local ACK timeout.
+inline void connect(Host& a, Host& b, std::uint32_t qa, std::uint32_t qb, std::uint8_t dscp = 0,
+                    std::uint8_t timeout = 10) {
+  using namespace transport::attr_mask;
+  Qp& x = a.make_qp(qa);
+  Qp& y = b.make_qp(qb);
+  for (auto [q, self, peer, peer_qpn] : {std::tuple{&x, &a, &b, qb}, std::tuple{&y, &b, &a, qa}}) {
+    QpAttr at;
+    at.qp_state = QpState::kInit;
+    at.qp_access_flags = kAll;
+    ASSERT_EQ(q->modify(at, kState | kPkeyIndex | kPort | kAccessFlags, 0), 0);
+    at.qp_state = QpState::kRtr;
+    at.route.src_mac = self->port.mac();
+    at.route.dst_mac = peer->port.mac();
+    at.route.src_ip = self == &a ? kIpA : kIpB;
+    at.route.dst_ip = self == &a ? kIpB : kIpA;
+    at.route.udp_sport = wire::roce_udp_sport(qa, qb);
+    at.route.dscp = dscp;
+    at.path_mtu = wire::Mtu::k1024;
+    at.dest_qp_num = peer_qpn;
+    at.rq_psn = 0x123;
+    at.max_dest_rd_atomic = 8;
+    at.min_rnr_timer = 1;
+    ASSERT_EQ(
+        q->modify(at, kState | kAv | kPathMtu | kDestQpn | kRqPsn | kMaxDestRdAtomic | kMinRnrTimer,
+                  0),
+        0);
+    at.qp_state = QpState::kRts;
+    at.sq_psn = 0x123;
+    at.timeout = timeout;  // 10: 4 ms
+    at.retry_cnt = 7;
+    at.rnr_retry = 7;
+    at.max_rd_atomic = 8;
+    ASSERT_EQ(q->modify(at, kState | kSqPsn | kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic, 0),
+              0);
+  }
+}
+
+}  // namespace uroce::engine
