@@ -187,4 +187,21 @@ std::uint32_t DpdkPort::speed_mbps() const {
   return link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN ? 0 : link.link_speed;
 }
 
+int DpdkPort::enable_hardware_pfc(std::uint8_t lossless, std::uint16_t quanta) {
+  // Few PMDs implement PFC (in 22.11: i40e, ixgbe, hns3, axgbe, enic,
+  // txgbe; not mlx5, not the virtual ones); the rest say -ENOTSUP and
+  // uroce runs PFC itself. The NIC's own buffer thresholds apply: 0
+  // water marks leave them at the PMD's defaults.
+  for (unsigned p = 0; p < 8; ++p) {
+    if (!(lossless & (1u << p))) continue;
+    rte_eth_pfc_conf conf{};
+    conf.fc.mode = RTE_ETH_FC_FULL;
+    conf.fc.pause_time = quanta;
+    conf.fc.send_xon = 1;
+    conf.priority = static_cast<std::uint8_t>(p);
+    if (const int rc = rte_eth_dev_priority_flow_ctrl_set(port_id_, &conf); rc != 0) return rc;
+  }
+  return 0;
+}
+
 }  // namespace uroce::dpdk

@@ -38,6 +38,7 @@ class DpdkPort : public engine::Port {
   bool link_up() const override;
   bool offloads_ipv4_checksum() const override { return ipv4_checksum_offload_; }
   std::uint32_t speed_mbps() const override;
+  int enable_hardware_pfc(std::uint8_t lossless, std::uint16_t quanta) override;
 
   std::uint16_t port_id() const { return port_id_; }
 

@@ -340,7 +340,8 @@ class Device {
   /// peer wrote into our regions before this call is visible after it.
   void poll();
 
-  /// The engine's counters (frames, bursts, drops by reason, ARP, ...).
+  /// The engine's counters (frames, bursts, drops by reason, ARP, ...) and
+  /// the PFC counters (rx_prio3_pause, ...).
   std::vector<Counter> counters() const;
 
  private:

@@ -225,6 +225,8 @@ std::vector<Counter> Device::counters() const {
   for (std::size_t i = 1; i < wire::kDropReasonNames.size(); ++i)
     out.emplace_back("drop_" + std::string(wire::kDropReasonNames[i]),
                      c.drops(static_cast<wire::DropReason>(i)));
+  impl_->dev->engine().pfc_counters().for_each(
+      [&](const std::string& name, std::uint64_t v) { out.emplace_back(name, v); });
   return out;
 }
 

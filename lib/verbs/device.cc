@@ -9,6 +9,7 @@
 
 #include "dpdk/eal.h"
 #include "log/log.h"
+#include "pfc/classify.h"
 #include "stats/stats_server.h"
 #include "transport/limits.h"
 #include "transport/random.h"
@@ -91,6 +92,17 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c, st
   ec.fault.rx = {f.rx_drop, f.rx_duplicate, f.rx_reorder, f.rx_corrupt};
   ec.fault.tx = {f.tx_drop, f.tx_duplicate, f.tx_reorder, f.tx_corrupt};
   ec.fault.seed = f.seed;
+  ec.rx_buffer.bytes = std::uint64_t{f.rx_buffer_kb} * 1024;
+  ec.rx_buffer.rate_mbps = f.rx_rate_mbps;
+  const PfcSettings& pfc = c.pfc;
+  ec.pfc.enabled = pfc.enabled;
+  ec.pfc.xoff.lossless = pfc.priorities;
+  ec.pfc.xoff.xoff_bytes = std::uint64_t{pfc.xoff_kb} * 1024;
+  ec.pfc.xoff.xon_bytes = std::uint64_t{pfc.xon_kb} * 1024;
+  ec.pfc.xoff.quanta = pfc.quanta;
+  ec.pfc.watchdog.detection_ns = std::uint64_t{pfc.watchdog_ms} * 1'000'000;
+  ec.pfc.watchdog.restoration_ns = std::uint64_t{pfc.restoration_ms} * 1'000'000;
+  ec.ud_priority = dc.priority_tag ? dc.pcp : pfc::dscp_priority(dc.dscp);
   d->engine_ = std::make_unique<engine::Engine>(*d->port_, ec);
   d->link_was_up_ = d->port_->link_up();
   Device* self = d.get();
@@ -160,6 +172,9 @@ void Device::write_stats(std::string& out) {
     out += "drop " + std::string(wire::kDropReasonNames[i]) + " " +
            std::to_string(c.drops(static_cast<wire::DropReason>(i))) + "\n";
   }
+  engine_->pfc_counters().for_each([&](const std::string& name, std::uint64_t v) {
+    out += "pfc " + name + " " + std::to_string(v) + "\n";
+  });
   engine_->for_each_qp([&](const transport::Qp& qp) {
     char scope[16];
     std::snprintf(scope, sizeof(scope), "qp:%06x", qp.qpn());
@@ -197,6 +212,10 @@ int Device::resolve(const AddressVector& av, std::uint32_t src_qpn, std::uint32_
   if (!route) return EHOSTUNREACH;
   *out = *route;
   out->dscp = av.traffic_class >> 2 ? static_cast<std::uint8_t>(av.traffic_class >> 2) : cfg_.dscp;
+  // The priority PFC acts on: the tag's PCP when tagged, else the DSCP's.
+  out->vlan = cfg_.priority_tag;
+  out->vid = 0;
+  out->pcp = cfg_.pcp;
   out->hop_limit = av.hop_limit ? av.hop_limit : 64;
   out->flow_label = av.flow_label;
   out->udp_sport = wire::roce_udp_sport(src_qpn, dst_qpn);

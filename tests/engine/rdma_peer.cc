@@ -10,7 +10,10 @@
 //   rdma_peer --role a|b --device DEV --ip IP --peer IP --dir DIR
 //             [--drop P --duplicate P --reorder P --corrupt P --seed N]
 //             [--expect-peer-death] [--hugepages] [--srq] [--ud] [--mtu N]
+//             [--pfc] [--xoff-kb N] [--rx-rate MBPS] [--rx-buffer-kb N]
 //
+// --pfc: PFC on priority 3 (the traffic's DSCP 26); --rx-rate and
+// --rx-buffer-kb make this end a slow receiver (fault.rx_rate_mbps).
 // --srq: role b's RC QP takes its receives from a shared receive queue.
 // --ud: role a also sends UD datagrams that role b checks, GRH included.
 
@@ -72,6 +75,15 @@ Options parse(int argc, char** argv) {
       e.srq = true;
     } else if (a == "--ud") {
       o.ud = true;
+    } else if (a == "--pfc") {
+      e.pfc.enabled = true;
+    } else if (a == "--xoff-kb") {
+      e.pfc.xoff_kb = static_cast<std::uint32_t>(std::stoul(next()));
+      e.pfc.xon_kb = e.pfc.xoff_kb / 2;
+    } else if (a == "--rx-rate") {
+      e.fault.rx_rate_mbps = static_cast<std::uint32_t>(std::stoul(next()));
+    } else if (a == "--rx-buffer-kb") {
+      e.fault.rx_buffer_kb = static_cast<std::uint32_t>(std::stoul(next()));
     } else {
       fail("unknown option " + a);
     }

@@ -4,10 +4,17 @@
 // and impaired, and one of them killed mid-transfer. The namespaces are
 // created here and removed again, on failure too. Needs root.
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
+#include <sched.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +24,7 @@
 #include <thread>
 
 #include "support/tshark.h"
+#include "wire/mac_control.h"
 
 namespace uroce {
 namespace {
@@ -153,6 +161,121 @@ TEST_F(Veth, APeerKilledMidTransferEndsInRetryExcErrNotAHang) {
   // retry_cnt 7 x 67 ms (timeout 14) is about 0.54 s; allow for scheduling.
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
   EXPECT_EQ(a.stats["retry_exceeded_err"], 1u);
+}
+
+// A slow receiver (b takes at most 300 Mb/s out of its buffer) with PFC
+// on: b pauses a, nothing is dropped, nothing is sent twice, and the PFC
+// frames b sent decode in tshark. The headroom above xoff (448 KiB) holds
+// a's whole window (256 packets): b's engine shares two cores with three
+// other busy threads here, and while it is descheduled nobody sends XOFF.
+// (tests/engine/pfc_engine_test.cc shows, on one thread, PFC keeping a
+// buffer smaller than the window from dropping.)
+TEST_F(Veth, PfcPausesTheSenderSoASlowReceiverDropsNothing) {
+  const std::string pcap = dir_.path() + "/pfc.pcap";
+  const std::string log = dir_.path() + "/dumpcap.log";
+  // a's end of the link sees what b sends (af_packet's own transmissions
+  // bypass the taps).
+  ASSERT_EQ(sh("ip netns exec " + net_.ns_a + " dumpcap -q -P -i " + net_.if_a +
+               " -f 'ether proto 0x8808' -w " + pcap + " > " + log + " 2>&1 & echo $! > " +
+               dir_.path() + "/dumpcap.pid"),
+            0);
+  for (int i = 0; i < 500 && sh("grep -q 'Capturing on' " + log) != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  auto [a, b] = run_pair("--pfc", "--pfc --xoff-kb 64 --rx-rate 300 --rx-buffer-kb 512");
+  // libpcap hands over a block when its 250 ms timeout passes: wait it out.
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  sh("kill -INT $(cat " + dir_.path() + "/dumpcap.pid); sleep 0.5");
+  ASSERT_EQ(a.status, 0) << a.output;
+  ASSERT_EQ(b.status, 0) << b.output;
+  EXPECT_EQ(b.stats["rx_buffer_dropped"], 0u);
+  EXPECT_EQ(a.stats["completer_retry_err"], 0u) << "no go-back-N";
+  EXPECT_EQ(b.stats["out_of_seq_request"], 0u);
+  EXPECT_GT(b.stats["tx_prio3_pause"], 0u);
+  EXPECT_GT(a.stats["rx_prio3_pause"], 0u);
+  EXPECT_GT(a.stats["rx_prio3_pause_duration"], 0u);
+  EXPECT_EQ(a.stats["pfc_storm_detected"], 0u);
+  std::printf(
+      "slow receiver, PFC on: %llu XOFF and %llu XON sent, sender paused %llu us, "
+      "%llu frames dropped, %llu go-back-N\n",
+      b.stats["tx_prio3_pause"], b.stats["tx_prio3_resume"], a.stats["rx_prio3_pause_duration"],
+      b.stats["rx_buffer_dropped"], a.stats["completer_retry_err"]);
+
+  const auto frames =
+      test::tshark_decode(pcap, {"eth.src", "eth.dst", "macc.opcode", "macc.cbfc.enbv",
+                                 "macc.cbfc.pause_time.c3", "_ws.malformed", "_ws.expert.message"});
+  ASSERT_FALSE(frames.empty()) << "no PFC frame captured";
+  std::size_t xoff = 0;
+  for (const auto& f : frames) {
+    EXPECT_EQ(f.at("eth.dst"), "01:80:c2:00:00:01");
+    EXPECT_EQ(test::tshark_number(f.at("macc.opcode")), 0x0101u);
+    EXPECT_EQ(test::tshark_number(f.at("macc.cbfc.enbv")), 0x08u) << "priority 3 only";
+    EXPECT_EQ(f.at("_ws.malformed"), "");
+    EXPECT_EQ(f.at("_ws.expert.message"), "");
+    const auto t = test::tshark_number(f.at("macc.cbfc.pause_time.c3"));
+    EXPECT_TRUE(t == 0xFFFF || t == 0) << t;
+    xoff += t == 0xFFFF;
+  }
+  EXPECT_GT(xoff, 0u);
+}
+
+// A slow receiver without PFC, its buffer smaller than a's window: it
+// overflows and a goes back N; the bytes still arrive intact (rdma_peer
+// checks them).
+TEST_F(Veth, WithoutPfcASlowReceiverDropsAndTheSenderRetransmits) {
+  auto [a, b] = run_pair("", "--rx-rate 300 --rx-buffer-kb 128");
+  ASSERT_EQ(a.status, 0) << a.output;
+  ASSERT_EQ(b.status, 0) << b.output;
+  EXPECT_GT(b.stats["rx_buffer_dropped"], 0u);
+  EXPECT_GT(a.stats["completer_retry_err"], 0u);
+  EXPECT_EQ(b.stats["tx_prio3_pause"], 0u);
+  std::printf("slow receiver, PFC off: %llu frames dropped, %llu go-back-N\n",
+              b.stats["rx_buffer_dropped"], a.stats["completer_retry_err"]);
+}
+
+// A PFC storm: something on b's side of the link sends XOFF for priority
+// 3 every millisecond, forever. a's watchdog declares a storm after
+// 200 ms, ignores the pauses for 200 ms, and the transfer finishes.
+TEST_F(Veth, APfcStormTripsTheWatchdogAndTrafficResumes) {
+  std::atomic<bool> stop{false};
+  std::atomic<int> sent{0};
+  std::thread storm([&] {
+    // This thread alone enters b's namespace.
+    const int ns = open(("/var/run/netns/" + net_.ns_b).c_str(), O_RDONLY);
+    if (ns < 0 || setns(ns, CLONE_NEWNET) != 0) return;
+    close(ns);
+    const int fd = socket(AF_PACKET, SOCK_RAW, 0);
+    if (fd < 0) return;
+    int one = 1;
+    setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one));  // b must not see it
+    sockaddr_ll to{};
+    to.sll_family = AF_PACKET;
+    to.sll_ifindex = static_cast<int>(if_nametoindex(net_.if_b.c_str()));
+    to.sll_halen = 6;
+    std::uint8_t frame[wire::kMinFrameSize];
+    std::array<std::uint16_t, 8> times{};
+    times[3] = 0xFFFF;
+    wire::build_pfc_frame(frame, {{0x02, 0x5, 0x70, 0x12, 0x34, 0x56}}, 1u << 3, times);
+    while (!stop) {
+      if (sendto(fd, frame, sizeof(frame), 0, reinterpret_cast<sockaddr*>(&to), sizeof(to)) > 0)
+        ++sent;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    close(fd);
+  });
+  for (int i = 0; i < 100 && sent == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  auto [a, b] = run_pair("--pfc", "--pfc");
+  stop = true;
+  storm.join();
+  ASSERT_GT(sent.load(), 0) << "the storm could not be sent";
+  ASSERT_EQ(a.status, 0) << a.output;
+  ASSERT_EQ(b.status, 0) << b.output;
+  EXPECT_GE(a.stats["pfc_storm_detected"], 1u);
+  EXPECT_GT(a.stats["rx_pause_ignored"], 0u);
+  EXPECT_GT(a.stats["rx_prio3_pause"], 0u);
+  EXPECT_NE(a.output.find("PFC storm on priority 3"), std::string::npos) << a.output;
+  std::printf("storm: %d XOFF sent at a, %llu storms detected, %llu pauses ignored\n", sent.load(),
+              a.stats["pfc_storm_detected"], a.stats["rx_pause_ignored"]);
 }
 
 // Hugepages for net_memif, allocated and mounted for the test and given

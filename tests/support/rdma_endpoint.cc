@@ -58,6 +58,7 @@ Endpoint::Endpoint(const EndpointOptions& o) : o_(o) {
   Config c;
   c.eal_memory_mb = o.hugepages ? 256 : 512;
   c.fault = o.fault;
+  c.pfc = o.pfc;
   std::string err;
   dev_ = Device::open(dc, c, &err);
   if (!dev_) fail(err);

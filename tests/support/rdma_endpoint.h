@@ -28,6 +28,7 @@ struct EndpointOptions {
   std::string peer;
   std::string dir;
   FaultSettings fault;
+  PfcSettings pfc;
   bool hugepages = false;
   bool srq = false;       ///< the RC QP takes its receives from a shared receive queue
   std::uint32_t mtu = 0;  ///< link MTU; 0 keeps the port's
