@@ -11,6 +11,7 @@
 //             [--drop P --duplicate P --reorder P --corrupt P --seed N]
 //             [--expect-peer-death] [--hugepages] [--srq] [--ud] [--mtu N]
 //             [--pfc] [--xoff-kb N] [--rx-rate MBPS] [--rx-buffer-kb N]
+//             [--priority-tag]
 //
 // --pfc: PFC on priority 3 (the traffic's DSCP 26); --rx-rate and
 // --rx-buffer-kb make this end a slow receiver (fault.rx_rate_mbps).
@@ -75,6 +76,8 @@ Options parse(int argc, char** argv) {
       e.srq = true;
     } else if (a == "--ud") {
       o.ud = true;
+    } else if (a == "--priority-tag") {
+      e.priority_tag = true;
     } else if (a == "--pfc") {
       e.pfc.enabled = true;
     } else if (a == "--xoff-kb") {

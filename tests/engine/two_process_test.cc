@@ -218,6 +218,35 @@ TEST_F(Veth, PfcPausesTheSenderSoASlowReceiverDropsNothing) {
   EXPECT_GT(xoff, 0u);
 }
 
+// With priority_tag, RoCE frames carry an 802.1Q tag of VID 0 whose PCP
+// is the PFC priority, and both ends take tagged frames.
+TEST_F(Veth, APriorityTagCarriesThePfcPriority) {
+  const std::string pcap = dir_.path() + "/tag.pcap";
+  const std::string log = dir_.path() + "/dumpcap.log";
+  ASSERT_EQ(sh("ip netns exec " + net_.ns_a + " dumpcap -q -P -i " + net_.if_a +
+               " -c 2000 -f 'vlan' -w " + pcap + " > " + log + " 2>&1 & echo $! > " +
+               dir_.path() + "/dumpcap.pid"),
+            0);
+  for (int i = 0; i < 500 && sh("grep -q 'Capturing on' " + log) != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  auto [a, b] = run_pair("--priority-tag --pfc", "--priority-tag --pfc");
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  sh("kill -INT $(cat " + dir_.path() + "/dumpcap.pid); sleep 0.5");
+  ASSERT_EQ(a.status, 0) << a.output;
+  ASSERT_EQ(b.status, 0) << b.output;
+  const auto frames = test::tshark_decode(
+      pcap, {"vlan.id", "vlan.priority", "ip.dsfield.dscp", "infiniband.bth.opcode",
+             "_ws.malformed"});
+  ASSERT_FALSE(frames.empty()) << "no tagged frame from b";
+  for (const auto& f : frames) {
+    EXPECT_EQ(test::tshark_number(f.at("vlan.id")), 0u);
+    EXPECT_EQ(test::tshark_number(f.at("vlan.priority")), 3u);
+    EXPECT_EQ(test::tshark_number(f.at("ip.dsfield.dscp")), 26u);
+    EXPECT_NE(f.at("infiniband.bth.opcode"), "") << "RoCEv2 inside the tag";
+    EXPECT_EQ(f.at("_ws.malformed"), "");
+  }
+}
+
 // A slow receiver without PFC, its buffer smaller than a's window: it
 // overflows and a goes back N; the bytes still arrive intact (rdma_peer
 // checks them).

@@ -55,6 +55,7 @@ Endpoint::Endpoint(const EndpointOptions& o) : o_(o) {
   dc.ip = {IpPrefix{o.ip, 24}};
   dc.hugepages = o.hugepages;
   dc.mtu = o.mtu;
+  dc.priority_tag = o.priority_tag;
   Config c;
   c.eal_memory_mb = o.hugepages ? 256 : 512;
   c.fault = o.fault;
