@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#pragma once
+
+// uroce-switch's pipeline: a learning bridge whose egress ports behave
+// like a datacenter switch's. Each egress port has a line rate (a token
+// bucket), eight priority queues served strict or DWRR, and a share of
+// one buffer; its queues mark ECN like DCQCN's congestion point; PFC
+// pauses a sender whose frames hold too much of the buffer and honours
+// the pauses it receives; each port can be impaired in each direction.
+//
+//   rx -> [rx impairment] -> classify, learn, look up -> admission (buffer,
+//   PFC headroom, ECN marking) -> queue[prio] -> scheduler (PFC pause,
+//   shaper) -> [tx impairment] -> tx
+//
+// One thread calls poll(); counters are relaxed atomics any thread reads.
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/port.h"
+#include "pfc/counters.h"
+#include "pfc/pause_generator.h"
+#include "pfc/pause_state.h"
+#include "switch/frame.h"
+#include "switch/impairment.h"
+#include "switch/mac_table.h"
+#include "switch/red.h"
+#include "switch/shaper.h"
+
+namespace uroce::sw {
+
+inline constexpr unsigned kQueues = 8;
+
+struct QueueConfig {
+  std::uint64_t limit_bytes = 1u << 20;  ///< a lossy queue drops past this
+  EcnConfig ecn;
+  std::uint32_t weight = 1;  ///< DWRR share
+};
+
+enum class Scheduling : std::uint8_t { kStrict, kDwrr };
+
+struct SwitchPfcConfig {
+  bool enabled = false;
+  std::uint8_t lossless = 1u << 3;       ///< bit n: priority n is lossless
+  std::uint64_t xoff_bytes = 96 * 1024;  ///< per ingress port and priority
+  std::uint64_t xon_bytes = 48 * 1024;
+  std::uint64_t headroom_bytes = 512 * 1024;  ///< admitted past xoff, then dropped
+  std::uint16_t quanta = 0xFFFF;
+  pfc::WatchdogConfig watchdog;
+};
+
+struct PortConfig {
+  std::uint64_t rate_bps = 0;  ///< 0: as fast as the port takes frames
+  ImpairmentConfig rx, tx;
+};
+
+struct SwitchConfig {
+  std::vector<PortConfig> ports;
+  std::uint64_t buffer_bytes = 4u << 20;      ///< shared by every port
+  std::uint64_t port_limit_bytes = 2u << 20;  ///< lossy bytes one egress port may hold
+  std::array<QueueConfig, kQueues> queues;
+  Scheduling scheduling = Scheduling::kStrict;
+  PriorityMap priority_map;
+  SwitchPfcConfig pfc;
+  Nanos aging_ns = 300'000'000'000;
+  std::uint64_t seed = 1;
+};
+
+enum class Drop : std::uint8_t {
+  kBufferFull,  ///< the shared buffer is full (lossy)
+  kPortLimit,   ///< the egress port's share is used up (lossy)
+  kQueueLimit,  ///< the queue is at its limit (lossy; not-ECT past the limit)
+  kHeadroom,    ///< a lossless priority overran its PFC headroom
+  kPortDown,    ///< the ingress or egress link is down
+  kFiltered,    ///< the destination lives on the ingress port
+  kNoMbuf,      ///< the egress port had no buffer
+  kMalformed,   ///< runt frames and malformed MAC control frames
+  kCount,
+};
+inline constexpr std::array<std::string_view, static_cast<std::size_t>(Drop::kCount)> kDropNames = {
+    "drop_buffer_full", "drop_port_limit", "drop_queue_limit", "drop_headroom",
+    "drop_port_down",   "drop_filtered",   "drop_no_mbuf",     "drop_malformed"};
+
+struct QueueCounters {
+  pfc::Counter rx_bytes;  ///< bytes of this priority that came in on the port
+  pfc::Counter tx_packets, tx_bytes;
+  pfc::Counter depth, max_depth;  ///< bytes queued for the port now, and at most
+  pfc::Counter ecn_marked;
+  pfc::Counter dropped;
+};
+
+struct PortCounters {
+  pfc::Counter rx_packets, rx_bytes, tx_packets, tx_bytes;
+  std::array<pfc::Counter, static_cast<std::size_t>(Drop::kCount)> drops;
+  std::array<QueueCounters, kQueues> queues;
+  pfc::Counter ecn_marked;
+  pfc::Counters pfc;  ///< rx_prioN_pause, tx_prioN_pause, rx_prioN_pause_duration, ...
+  ImpairmentCounters rx_impairment, tx_impairment;
+  pfc::Counter link_up;
+};
+
+class Switch {
+ public:
+  /// `ports` outlive the switch; cfg.ports is indexed like them (missing
+  /// entries are unimpaired, unlimited ports).
+  Switch(std::vector<engine::Port*> ports, SwitchConfig cfg);
+  ~Switch();
+  Switch(const Switch&) = delete;
+  Switch& operator=(const Switch&) = delete;
+
+  /// One iteration over every port; returns the frames received and sent.
+  std::uint32_t poll(Nanos now);
+
+  /// Takes a port's link down (everything queued for it is dropped, its
+  /// learned addresses forgotten, nothing passes) or up again.
+  void set_link(std::uint16_t port, bool up);
+  bool link(std::uint16_t port) const;
+
+  std::size_t port_count() const { return ports_.size(); }
+  const PortCounters& counters(std::uint16_t port) const;
+  /// Bytes held in the shared buffer.
+  std::uint64_t buffer_used() const { return used_; }
+  /// "<scope> <counter> <value>" lines: scope portN, or portN.qQ.
+  void write_stats(std::string& out) const;
+
+ private:
+  struct PortState;
+
+  void receive(std::uint16_t in, Nanos now);
+  void on_mac_control(PortState& st, wire::ConstBytes frame, Nanos now);
+  void forward(PacketPtr p, Nanos now);
+  void enqueue(std::uint16_t e, PacketPtr p, const FrameInfo& info, Nanos now);
+  std::uint32_t transmit(std::uint16_t e, Nanos now);
+  int pick(PortState& st, std::uint8_t paused);
+  void unaccount(PortState& st, const Packet& p);
+  void send_frames(PortState& st, std::vector<PacketPtr>& ready);
+  void send_pfc(PortState& st, const pfc::PfcRequest& req);
+  bool flush_pending(PortState& st);
+  void drop(PortState& st, Drop why, std::uint8_t prio);
+
+  const SwitchConfig cfg_;
+  std::vector<std::unique_ptr<PortState>> ports_;
+  MacTable mac_;
+  PacketPool pool_;
+  std::mt19937_64 rng_;
+  std::uint64_t used_ = 0;
+  Nanos next_aging_ = 0;
+  std::vector<PacketPtr> ready_;  ///< scratch
+};
+
+}  // namespace uroce::sw
