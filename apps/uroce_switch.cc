@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// uroce-switch: a DPDK software switch that makes a lab of namespaces,
+// veths or memif links behave like a datacenter fabric: line rates, eight
+// priority queues in a shared buffer, ECN marking, PFC, impairments.
+//
+//   uroce-switch --port net_af_packet0,iface=sw1 --port net_af_packet1,iface=sw2
+//                --rate 1=1gbit --ecn kmin=5000,kmax=200000,pmax=0.01 --pfc
+//
+// One thread forwards (poll mode, with short naps when idle). Counters
+// are served to uroce-stat as device "switch", written as a time series
+// with --stats-file, and printed when the switch stops (SIGINT, SIGTERM
+// or --duration). "port N down" and "port N up" on the --control socket
+// take a link down and up.
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dpdk/dpdk_port.h"
+#include "dpdk/eal.h"
+#include "engine/engine.h"
+#include "log/log.h"
+#include "stats/stats_server.h"
+#include "switch/options.h"
+#include "switch/switch.h"
+
+using namespace uroce;
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void on_signal(int) { g_stop = true; }
+
+// The time series: one row per port and queue at every interval.
+class SeriesWriter {
+ public:
+  SeriesWriter(const std::string& path, bool json) : json_(json) {
+    if (path.empty()) return;
+    f_ = std::fopen(path.c_str(), "w");
+    if (!f_) {
+      log::get().error("cannot write {}: {}", path, std::strerror(errno));
+      return;
+    }
+    if (!json_)
+      std::fputs(
+          "time_s,port,queue,rx_bytes,tx_bytes,depth_bytes,max_depth_bytes,ecn_marked,dropped,"
+          "pfc_tx,pfc_rx,paused_us\n",
+          f_);
+  }
+  ~SeriesWriter() {
+    if (f_) std::fclose(f_);
+  }
+  void write(double t, const sw::Switch& s) {
+    if (!f_) return;
+    for (std::uint16_t p = 0; p < s.port_count(); ++p) {
+      const sw::PortCounters& c = s.counters(p);
+      for (unsigned q = 0; q < sw::kQueues; ++q) {
+        const sw::QueueCounters& qc = c.queues[q];
+        const auto v = [](const pfc::Counter& x) {
+          return static_cast<unsigned long long>(x.get());
+        };
+        if (json_) {
+          std::fprintf(f_,
+                       "{\"time_s\":%.6f,\"port\":%u,\"queue\":%u,\"rx_bytes\":%llu,"
+                       "\"tx_bytes\":%llu,\"depth_bytes\":%llu,\"max_depth_bytes\":%llu,"
+                       "\"ecn_marked\":%llu,\"dropped\":%llu,\"pfc_tx\":%llu,\"pfc_rx\":%llu,"
+                       "\"paused_us\":%llu}\n",
+                       t, p, q, v(qc.rx_bytes), v(qc.tx_bytes), v(qc.depth), v(qc.max_depth),
+                       v(qc.ecn_marked), v(qc.dropped), v(c.pfc.tx_pause[q]), v(c.pfc.rx_pause[q]),
+                       v(c.pfc.rx_pause_duration[q]));
+        } else {
+          std::fprintf(f_, "%.6f,%u,%u,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu\n", t, p, q,
+                       v(qc.rx_bytes), v(qc.tx_bytes), v(qc.depth), v(qc.max_depth),
+                       v(qc.ecn_marked), v(qc.dropped), v(c.pfc.tx_pause[q]), v(c.pfc.rx_pause[q]),
+                       v(c.pfc.rx_pause_duration[q]));
+        }
+      }
+    }
+    std::fflush(f_);
+  }
+
+ private:
+  bool json_;
+  std::FILE* f_ = nullptr;
+};
+
+// The control socket: a Unix stream socket taking one command per
+// connection ("port 1 down"), polled from the forwarding loop.
+class Control {
+ public:
+  explicit Control(const std::string& path) : path_(path) {
+    if (path.empty()) return;
+    fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, path.c_str(), sizeof(a.sun_path) - 1);
+    unlink(path.c_str());
+    if (fd_ < 0 || bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+        listen(fd_, 4) != 0) {
+      log::get().error("control socket {}: {}", path, std::strerror(errno));
+      if (fd_ >= 0) close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~Control() {
+    if (fd_ >= 0) {
+      close(fd_);
+      unlink(path_.c_str());
+    }
+  }
+  void poll(sw::Switch& s) {
+    if (fd_ < 0) return;
+    const int c = accept(fd_, nullptr, nullptr);
+    if (c < 0) return;
+    char buf[256] = {};
+    // The client writes its line right after connecting.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+    ssize_t n = 0;
+    while (n <= 0 && std::chrono::steady_clock::now() < deadline) {
+      n = read(c, buf, sizeof(buf) - 1);
+      if (n < 0 && errno != EAGAIN) break;
+    }
+    std::istringstream in(std::string(buf, n > 0 ? static_cast<std::size_t>(n) : 0));
+    std::string word, state;
+    unsigned port = 0;
+    std::string reply;
+    if (in >> word >> port >> state && word == "port" && port < s.port_count() &&
+        (state == "down" || state == "up")) {
+      s.set_link(static_cast<std::uint16_t>(port), state == "up");
+      log::get().info("port {} {}", port, state);
+      reply = "ok\n";
+    } else {
+      reply = "error: expected 'port N down' or 'port N up'\n";
+    }
+    if (write(c, reply.data(), reply.size()) < 0) {
+      // the client left; nothing to do
+    }
+    close(c);
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  sw::SwitchOptions o;
+  if (const std::string err = sw::parse_switch_options(argc, argv, &o); !err.empty()) {
+    if (err == "help") {
+      std::fputs(sw::kSwitchUsage, stdout);
+      return 0;
+    }
+    std::fprintf(stderr, "uroce-switch: %s\n%s", err.c_str(), sw::kSwitchUsage);
+    return 2;
+  }
+  if (!log::set_level(o.log_level)) {
+    std::fprintf(stderr, "uroce-switch: --log: '%s' is not a level\n", o.log_level.c_str());
+    return 2;
+  }
+  dpdk::EalOptions eal;
+  eal.devices = o.ports;
+  eal.hugepages = o.hugepages;
+  eal.memory_mb = o.eal_memory_mb;
+  if (const std::string err = dpdk::eal_init(eal); !err.empty()) {
+    std::fprintf(stderr, "uroce-switch: %s\n", err.c_str());
+    return 1;
+  }
+  std::vector<std::unique_ptr<dpdk::DpdkPort>> ports;
+  std::vector<engine::Port*> raw;
+  for (std::size_t i = 0; i < o.ports.size(); ++i) {
+    dpdk::PortOptions po;
+    po.mtu = dpdk::af_packet_link_mtu(o.ports[i]);
+    std::string err;
+    auto p = dpdk::DpdkPort::open(o.ports[i], po, &err);
+    if (!p) {
+      std::fprintf(stderr, "uroce-switch: port %zu (%s): %s\n", i, o.ports[i].c_str(), err.c_str());
+      return 1;
+    }
+    raw.push_back(p.get());
+    ports.push_back(std::move(p));
+  }
+  sw::Switch s(raw, o.cfg);
+  int stats_handle = 0;
+  if (auto* server = stats::StatsServer::instance())
+    stats_handle = server->add("switch", [&s](std::string& out) { s.write_stats(out); });
+  SeriesWriter series(o.stats_file, o.stats_format == "json");
+  Control control(o.control);
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  std::printf("uroce-switch: %zu ports, forwarding\n", ports.size());
+  std::fflush(stdout);
+
+  const engine::Nanos start = engine::now_ns();
+  const engine::Nanos interval = std::uint64_t{o.stats_interval_ms} * 1'000'000;
+  engine::Nanos next_sample = start;
+  engine::Nanos next_control = start;
+  unsigned idle = 0;
+  while (!g_stop) {
+    const engine::Nanos now = engine::now_ns();
+    const std::uint32_t work = s.poll(now);
+    if (now >= next_sample) {
+      series.write(static_cast<double>(now - start) / 1e9, s);
+      next_sample += interval;
+      if (next_sample < now) next_sample = now + interval;
+    }
+    if (now >= next_control) {
+      control.poll(s);
+      next_control = now + 10'000'000;
+      if (o.duration_s > 0 && static_cast<double>(now - start) / 1e9 >= o.duration_s) break;
+    }
+    // Poll mode while there is traffic; short naps once there has been
+    // none for a while, so that a lab on a few cores keeps its CPUs for
+    // the hosts. A queue waiting on its line rate is traffic too.
+    idle = work != 0 || s.buffer_used() != 0 ? 0 : idle + 1;
+    if (idle > 2000) std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  series.write(static_cast<double>(engine::now_ns() - start) / 1e9, s);
+  if (stats_handle != 0) stats::StatsServer::instance()->remove(stats_handle);
+  // The final counters, non-zero ones, as uroce-stat prints them.
+  std::string out;
+  s.write_stats(out);
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.size() < 2 || line.compare(line.size() - 2, 2, " 0") == 0) continue;
+    std::printf("switch %s\n", line.c_str());
+  }
+  return 0;
+}
