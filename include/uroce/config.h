@@ -32,6 +32,9 @@ struct DeviceConfig {
   /// Send RoCE frames with an 802.1Q priority tag (VID 0) carrying `pcp`;
   /// untagged frames carry their priority in the DSCP alone.
   bool priority_tag = false;
+  /// Send RoCE packets ECN-capable (ECT(0)), so that switches mark them
+  /// CE instead of dropping as their queues grow.
+  bool ecn = false;
   /// How long opening waits for the link to come up (a memif port is down
   /// until its peer connects); 0 does not wait.
   std::uint32_t link_wait_ms = 10000;

@@ -242,7 +242,7 @@ Config build(const toml::table& root, const Reader& r) {
       const toml::table* t = devs->get(i)->as_table();
       if (!t) fail(r.where("device[" + std::to_string(i) + "]"), "must be a table");
       r.only(*t, path,
-             {"name", "port", "ip", "mtu", "hugepages", "dscp", "pcp", "priority_tag",
+             {"name", "port", "ip", "mtu", "hugepages", "dscp", "pcp", "priority_tag", "ecn",
               "link_wait_ms"});
       DeviceConfig dev;
       dev.name = r.string(*t, path, "name").value_or("uroce" + std::to_string(i));
@@ -258,6 +258,7 @@ Config build(const toml::table& root, const Reader& r) {
       dev.dscp = r.number<std::uint8_t>(*t, path, "dscp", 26, 0, 63);
       dev.pcp = r.number<std::uint8_t>(*t, path, "pcp", 3, 0, 7);
       dev.priority_tag = r.boolean(*t, path, "priority_tag", false);
+      dev.ecn = r.boolean(*t, path, "ecn", false);
       dev.link_wait_ms = r.number<std::uint32_t>(*t, path, "link_wait_ms", 10000, 0, 600000);
       for (const DeviceConfig& other : c.devices) {
         if (other.name == dev.name) fail(r.where(path + "name"), "'" + dev.name + "' is taken");

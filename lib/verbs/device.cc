@@ -216,6 +216,7 @@ int Device::resolve(const AddressVector& av, std::uint32_t src_qpn, std::uint32_
   out->vlan = cfg_.priority_tag;
   out->vid = 0;
   out->pcp = cfg_.pcp;
+  out->ecn = cfg_.ecn ? wire::Ecn::kEct0 : wire::Ecn::kNotEct;
   out->hop_limit = av.hop_limit ? av.hop_limit : 64;
   out->flow_label = av.flow_label;
   out->udp_sport = wire::roce_udp_sport(src_qpn, dst_qpn);

@@ -20,6 +20,8 @@ TEST(Config, ReadsEveryKey) {
     hugepages = true
     dscp = 46
     pcp = 5
+    priority_tag = true
+    ecn = true
 
     [eal]
     args = ["--log-level=debug"]
@@ -48,6 +50,8 @@ TEST(Config, ReadsEveryKey) {
   EXPECT_TRUE(d.hugepages);
   EXPECT_EQ(d.dscp, 46);
   EXPECT_EQ(d.pcp, 5);
+  EXPECT_TRUE(d.priority_tag);
+  EXPECT_TRUE(d.ecn);
   EXPECT_EQ(c.eal_args, std::vector<std::string>{"--log-level=debug"});
   EXPECT_EQ(c.eal_memory_mb, 1024u);
   EXPECT_EQ(c.log_level, "debug");
@@ -65,6 +69,8 @@ TEST(Config, FillsDefaults) {
   EXPECT_EQ(d.mtu, 0u);
   EXPECT_EQ(d.dscp, 26);
   EXPECT_EQ(d.pcp, 3);
+  EXPECT_FALSE(d.priority_tag);
+  EXPECT_FALSE(d.ecn);
   EXPECT_EQ(r.config->log_level, "warn");
   EXPECT_TRUE(parse("").config.has_value()) << "no file, no devices: valid";
 }

@@ -56,6 +56,7 @@ Endpoint::Endpoint(const EndpointOptions& o) : o_(o) {
   dc.hugepages = o.hugepages;
   dc.mtu = o.mtu;
   dc.priority_tag = o.priority_tag;
+  dc.ecn = o.ecn;
   Config c;
   c.eal_memory_mb = o.hugepages ? 256 : 512;
   c.fault = o.fault;

@@ -31,6 +31,7 @@ struct EndpointOptions {
   PfcSettings pfc;
   bool hugepages = false;
   bool priority_tag = false;  ///< RoCE frames carry an 802.1Q priority tag
+  bool ecn = false;           ///< RoCE packets leave ECN-capable
   bool srq = false;       ///< the RC QP takes its receives from a shared receive queue
   std::uint32_t mtu = 0;  ///< link MTU; 0 keeps the port's
 };
