@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "dpdk/eal.h"
@@ -128,6 +129,19 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c, st
 
 Device::~Device() {
   if (stats_handle_ != 0) stats::StatsServer::instance()->remove(stats_handle_);
+  // UROCE_STATS_FILE keeps the counters of a program that is gone
+  // (perftest, a test): the last snapshot, appended as uroce-stat prints.
+  if (const char* path = std::getenv("UROCE_STATS_FILE"); path && *path) {
+    std::string out;
+    write_stats(out);
+    if (std::FILE* f = std::fopen(path, "a")) {
+      std::size_t start = 0;
+      for (std::size_t nl; (nl = out.find('\n', start)) != std::string::npos; start = nl + 1)
+        std::fprintf(f, "%s %.*s\n", cfg_.name.c_str(), static_cast<int>(nl - start),
+                     out.data() + start);
+      std::fclose(f);
+    }
+  }
   poller_.reset();
   engine_.reset();
   port_.reset();
@@ -175,6 +189,19 @@ void Device::write_stats(std::string& out) {
   engine_->pfc_counters().for_each([&](const std::string& name, std::uint64_t v) {
     out += "pfc " + name + " " + std::to_string(v) + "\n";
   });
+  // The transport's counters summed over every QP the device has had,
+  // as RoCE NICs keep them per port (mlx5's hw_counters).
+  std::array<std::uint64_t, static_cast<std::size_t>(transport::Counter::kCount)> total;
+  {
+    std::lock_guard lock(retired_mu_);
+    total = retired_;
+  }
+  engine_->for_each_qp([&](const transport::Qp& qp) {
+    for (std::size_t i = 0; i < total.size(); ++i)
+      total[i] += qp.counters().get(static_cast<transport::Counter>(i));
+  });
+  for (std::size_t i = 0; i < total.size(); ++i)
+    out += "port " + std::string(transport::kCounterNames[i]) + " " + std::to_string(total[i]) + "\n";
   engine_->for_each_qp([&](const transport::Qp& qp) {
     char scope[16];
     std::snprintf(scope, sizeof(scope), "qp:%06x", qp.qpn());
@@ -183,6 +210,12 @@ void Device::write_stats(std::string& out) {
              std::to_string(qp.counters().get(static_cast<transport::Counter>(i))) + "\n";
     }
   });
+}
+
+void Device::retire_qp_counters(const transport::Counters& c) {
+  std::lock_guard lock(retired_mu_);
+  for (std::size_t i = 0; i < retired_.size(); ++i)
+    retired_[i] += c.get(static_cast<transport::Counter>(i));
 }
 
 std::uint32_t Device::alloc_qpn() {

@@ -93,6 +93,10 @@ class Device {
   /// The device's counters as stats lines ("<scope> <counter> <value>").
   void write_stats(std::string& out);
 
+  /// Adds a QP's transport counters to the device's totals (scope
+  /// "port"), as the QP goes away.
+  void retire_qp_counters(const transport::Counters& c);
+
   /// modify_qp: resolves the address vector (kAv in mask), then moves the
   /// QP while holding the engine.
   int modify_qp(transport::Qp& qp, transport::QpAttr attr, const AddressVector* av, unsigned mask);
@@ -109,6 +113,8 @@ class Device {
   std::mutex qpn_mu_;
   std::vector<std::uint32_t> qpns_;
   int stats_handle_ = 0;
+  std::mutex retired_mu_;
+  std::array<std::uint64_t, static_cast<std::size_t>(transport::Counter::kCount)> retired_{};
   void watch_link();
   std::mutex link_mu_;
   std::vector<std::pair<int, std::function<void(bool)>>> link_listeners_;
