@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/child.h"
 #include "support/pcap.h"
 #include "support/tshark.h"
 #include "wire/roce_parser.h"
@@ -33,59 +34,9 @@ namespace uroce {
 namespace {
 
 using namespace std::chrono_literals;
-
-int sh(const std::string& cmd) {
-  const int rc = std::system(cmd.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-// A command run through /bin/sh in the background, its output in a file.
-class Child {
- public:
-  Child(const std::string& cmd, const std::string& log) : log_(log) {
-    const std::string line = "exec " + cmd + " >" + log + " 2>&1";
-    const char* argv[] = {"/bin/sh", "-c", line.c_str(), nullptr};
-    if (posix_spawn(&pid_, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ) != 0)
-      pid_ = -1;
-  }
-  ~Child() {
-    if (pid_ > 0 && !reaped_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-  /// The exit status, or -1 if it had not ended within `limit` (then it
-  /// is killed).
-  int wait(std::chrono::seconds limit) {
-    const auto end = std::chrono::steady_clock::now() + limit;
-    int status = 0;
-    while (waitpid(pid_, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > end) {
-        kill(pid_, SIGKILL);
-        waitpid(pid_, &status, 0);
-        reaped_ = true;
-        return -1;
-      }
-      std::this_thread::sleep_for(20ms);
-    }
-    reaped_ = true;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-  void interrupt() { kill(pid_, SIGINT); }
-  std::string output() const { return slurp(log_); }
-
- private:
-  pid_t pid_ = -1;
-  bool reaped_ = false;
-  std::string log_;
-};
+using test::Child;
+using test::sh;
+using test::slurp;
 
 struct Pair {
   std::string server;  ///< the program and its arguments on host b
