@@ -24,6 +24,8 @@ packages=(
   libibverbs-dev ibverbs-utils perftest
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev tshark iproute2 procps ethtool
+  # the testbed's scenarios: tables, plots, a PFC storm from a raw socket
+  gnuplot-nox python3
   # what users would use instead, for the side-by-side benchmarks
   iperf3 sockperf
 )

@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// Two uroce hosts through uroce-switch (scripts/fabric.sh): unmodified
+// perftest and ibv_rc_pingpong over an impaired switch, ECN marks from a
+// bottleneck reaching the receiver, PFC from the switch pausing the
+// sender with nothing dropped, and the receiver's own PFC reaching the
+// switch and, through it, the sender. Needs root.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "support/child.h"
+#include "support/tshark.h"
+
+namespace uroce {
+namespace {
+
+using namespace std::chrono_literals;
+using test::Child;
+using test::sh;
+using test::slurp;
+
+// "<who> <scope> <counter> <value>" lines (uroce-switch's and
+// UROCE_STATS_FILE's) as scope.counter -> value, summed over devices.
+std::map<std::string, unsigned long long> counters(const std::string& text,
+                                                   const std::string& who) {
+  std::map<std::string, unsigned long long> m;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream w(line);
+    std::string dev, scope, name;
+    unsigned long long v;
+    if (w >> dev >> scope >> name >> v && dev == who) m[scope + "." + name] += v;
+  }
+  return m;
+}
+
+class Fabric : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    prefix_ = "uf" + std::to_string(getpid() % 100000) + "-";
+    ASSERT_EQ(sh(script() + " up 2 " + prefix_), 0) << "cannot build the fabric";
+  }
+  void TearDown() override { sh(script() + " down " + prefix_); }
+
+  static std::string script() { return std::string(UROCE_SCRIPTS_DIR) + "/fabric.sh"; }
+  std::string dir() const { return tmp_.path(); }
+
+  void start_switch(const std::string& args) {
+    switch_ = std::make_unique<Child>("env UROCE_SWITCH=" + std::string(UROCE_BIN_DIR) +
+                                          "/uroce-switch " + script() + " switch " + prefix_ +
+                                          " -- " + args,
+                                      dir() + "/switch.log");
+    const auto end = std::chrono::steady_clock::now() + 20s;
+    while (slurp(dir() + "/switch.log").find("forwarding") == std::string::npos &&
+           std::chrono::steady_clock::now() < end)
+      std::this_thread::sleep_for(20ms);
+    ASSERT_NE(slurp(dir() + "/switch.log").find("forwarding"), std::string::npos)
+        << slurp(dir() + "/switch.log");
+  }
+  // Stops the switch and returns its final counters ("port1.ecn_marked").
+  std::map<std::string, unsigned long long> stop_switch() {
+    switch_->interrupt();
+    EXPECT_EQ(switch_->wait(20s), 0) << switch_->output();
+    return counters(switch_->output(), "switch");
+  }
+
+  // PROGRAM under uroce-run on host 1 or 2 (uroce address 10.78.0.N),
+  // with `env` before it; the device's counters go to <dir>/hN.stats.
+  std::string over_uroce(int host, const std::string& env, const std::string& program) const {
+    const std::string h = std::to_string(host);
+    return "ip netns exec " + prefix_ + "h" + h + " env UROCE_STATS_FILE=" + dir() + "/h" + h +
+           ".stats " + env + " " + std::string(UROCE_BIN_DIR) +
+           "/uroce-run --port net_af_packet0,iface=rdma --ip 10.78.0." + h + "/24 -- " + program;
+  }
+  std::map<std::string, unsigned long long> host_counters(int host) const {
+    return counters(slurp(dir() + "/h" + std::to_string(host) + ".stats"), "uroce0");
+  }
+
+  // Runs `server` on host 2 and `client` on host 1 (which reaches the
+  // server at 192.168.78.2); both must succeed.
+  void run_pair(const std::string& env1, const std::string& env2, const std::string& server,
+                const std::string& client, const std::string& tag) {
+    Child s(over_uroce(2, env2, server), dir() + "/" + tag + "-server.log");
+    const auto end = std::chrono::steady_clock::now() + 30s;
+    while (sh("ip netns exec " + prefix_ + "h2 ss -Hltn 'sport = :18515' | grep -q LISTEN") != 0 &&
+           std::chrono::steady_clock::now() < end)
+      std::this_thread::sleep_for(50ms);
+    Child c(over_uroce(1, env1, client + " 192.168.78.2"), dir() + "/" + tag + "-client.log");
+    const int crc = c.wait(180s);
+    const int src = s.wait(60s);
+    EXPECT_EQ(crc, 0) << tag << " client:\n" << c.output() << "\nserver:\n" << s.output();
+    EXPECT_EQ(src, 0) << tag << " server:\n" << s.output();
+    last_client_ = c.output();
+  }
+
+  static unsigned long long drops(const std::map<std::string, unsigned long long>& sw) {
+    unsigned long long n = 0;
+    for (const auto& [k, v] : sw)
+      if (k.find(".drop_") != std::string::npos) n += v;
+    return n;
+  }
+
+  std::string prefix_;
+  test::TempDir tmp_;
+  std::unique_ptr<Child> switch_;
+  std::string last_client_;
+};
+
+TEST_F(Fabric, PerftestAndPingpongStayIntactThroughLossDuplicationAndReordering) {
+  start_switch("--loss 0.01 --duplicate 0.005 --reorder 0.01 --seed 3");
+  // -c: the pingpong checks every byte it receives.
+  run_pair("", "", "ibv_rc_pingpong -d uroce0 -g 1 -c -s 4096 -n 300",
+           "ibv_rc_pingpong -d uroce0 -g 1 -c -s 4096 -n 300", "pingpong");
+  EXPECT_NE(last_client_.find("iters in"), std::string::npos) << last_client_;
+  run_pair("", "", "ib_write_bw -d uroce0 -x 1 -s 65536 -n 1000 --report_gbits",
+           "ib_write_bw -d uroce0 -x 1 -s 65536 -n 1000 --report_gbits", "write_bw");
+  EXPECT_NE(last_client_.find("65536      1000"), std::string::npos) << last_client_;
+  auto sw = stop_switch();
+  EXPECT_GT(sw.at("port0.tx_impair_lost") + sw.at("port1.tx_impair_lost"), 0u);
+  EXPECT_GT(sw.at("port0.tx_impair_duplicated") + sw.at("port1.tx_impair_duplicated"), 0u);
+  EXPECT_GT(sw.at("port0.tx_impair_reordered") + sw.at("port1.tx_impair_reordered"), 0u);
+  auto h1 = host_counters(1);
+  EXPECT_GT(h1.at("port.completer_retry_err"), 0u) << "uroce went back N";
+  std::printf(
+      "impaired switch: %llu lost, %llu duplicated, %llu reordered; host 1 went back N "
+      "%llu times\n",
+      sw["port0.tx_impair_lost"] + sw["port1.tx_impair_lost"],
+      sw["port0.tx_impair_duplicated"] + sw["port1.tx_impair_duplicated"],
+      sw["port0.tx_impair_reordered"] + sw["port1.tx_impair_reordered"],
+      h1["port.completer_retry_err"]);
+}
+
+TEST_F(Fabric, ABottleneckMarksEcnAndTheReceiverSeesTheMarks) {
+  start_switch("--rate 1=500mbit --ecn kmin=20000,kmax=200000,pmax=0.1");
+  run_pair("UROCE_DEVICE0_ECN=true", "UROCE_DEVICE0_ECN=true",
+           "ib_write_bw -d uroce0 -x 1 -s 65536 -n 2000 --report_gbits",
+           "ib_write_bw -d uroce0 -x 1 -s 65536 -n 2000 --report_gbits", "write_bw");
+  auto sw = stop_switch();
+  EXPECT_GT(sw["port1.ecn_marked"], 0u);
+  EXPECT_GT(sw["port1.q3.max_depth"], 20000u) << "the queue toward host 2 grew";
+  const auto marked = host_counters(2)["port.np_ecn_marked_roce_packets"];
+  EXPECT_GT(marked, 0u);
+  std::printf(
+      "bottleneck 500 Mb/s with ECN: switch marked %llu, host 2 saw %llu CE, queue max %llu "
+      "B, drops %llu\n",
+      sw["port1.ecn_marked"], marked, sw["port1.q3.max_depth"], drops(sw));
+}
+
+TEST_F(Fabric, ABottleneckWithPfcPausesTheSenderAndDropsNothing) {
+  const std::string pcap = dir() + "/pfc.pcap";
+  Child capture(
+      "ip netns exec " + prefix_ + "h1 dumpcap -q -P -i rdma -f 'ether proto 0x8808' -w " + pcap,
+      dir() + "/dumpcap.log");
+  const auto end = std::chrono::steady_clock::now() + 10s;
+  while (slurp(dir() + "/dumpcap.log").find("Capturing on") == std::string::npos &&
+         std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(20ms);
+  start_switch("--rate 1=300mbit --pfc");
+  // The hosts honour PFC; no watchdog, since a starved test machine may
+  // keep a legitimate pause going for long.
+  const std::string pfc = "UROCE_PFC_ENABLED=true UROCE_PFC_WATCHDOG_MS=0";
+  run_pair(pfc, pfc, "ib_write_bw -d uroce0 -x 1 -s 65536 -n 1000 --report_gbits",
+           "ib_write_bw -d uroce0 -x 1 -s 65536 -n 1000 --report_gbits", "write_bw");
+  std::this_thread::sleep_for(700ms);  // libpcap's last block
+  capture.interrupt();
+  capture.wait(20s);
+  auto sw = stop_switch();
+  EXPECT_EQ(drops(sw), 0u);
+  EXPECT_GT(sw["port0.tx_prio3_pause"], 0u) << "the switch paused host 1";
+  auto h1 = host_counters(1);
+  EXPECT_GT(h1["pfc.rx_prio3_pause"], 0u);
+  EXPECT_EQ(h1["port.completer_retry_err"], 0u) << "nothing lost, nothing resent";
+  std::printf(
+      "bottleneck 300 Mb/s with PFC: switch sent %llu XOFF, %llu XON; host 1 paused %llu "
+      "us; drops %llu\n",
+      sw["port0.tx_prio3_pause"], sw["port0.tx_prio3_resume"], h1["pfc.rx_prio3_pause_duration"],
+      drops(sw));
+  const auto frames =
+      test::tshark_decode(pcap, {"macc.opcode", "macc.cbfc.enbv", "macc.cbfc.pause_time.c3",
+                                 "_ws.malformed", "_ws.expert.message"});
+  ASSERT_FALSE(frames.empty()) << "no PFC frame captured at host 1";
+  for (const auto& f : frames) {
+    EXPECT_EQ(test::tshark_number(f.at("macc.opcode")), 0x0101u);
+    EXPECT_EQ(test::tshark_number(f.at("macc.cbfc.enbv")), 0x08u);
+    const auto t = test::tshark_number(f.at("macc.cbfc.pause_time.c3"));
+    EXPECT_TRUE(t == 0xFFFF || t == 0) << t;
+    EXPECT_EQ(f.at("_ws.malformed"), "");
+    EXPECT_EQ(f.at("_ws.expert.message"), "");
+  }
+}
+
+TEST_F(Fabric, TheReceiversPfcStopsTheSwitchWhichStopsTheSender) {
+  start_switch("--pfc");
+  // Host 2 is a slow receiver (300 Mb/s out of a 512 KiB buffer) that
+  // sends XOFF at 64 KiB; the switch's queue toward it then fills, and
+  // the switch pauses host 1.
+  const std::string pfc = "UROCE_PFC_ENABLED=true UROCE_PFC_WATCHDOG_MS=0";
+  run_pair(pfc,
+           pfc + " UROCE_PFC_XOFF_KB=64 UROCE_FAULT_RX_RATE_MBPS=300 UROCE_FAULT_RX_BUFFER_KB=512",
+           "ib_write_bw -d uroce0 -x 1 -s 65536 -n 1000 --report_gbits",
+           "ib_write_bw -d uroce0 -x 1 -s 65536 -n 1000 --report_gbits", "write_bw");
+  auto sw = stop_switch();
+  auto h1 = host_counters(1), h2 = host_counters(2);
+  EXPECT_GT(h2["pfc.tx_prio3_pause"], 0u);
+  EXPECT_GT(sw["port1.rx_prio3_pause"], 0u) << "host 2's XOFF reached the switch";
+  EXPECT_GT(sw["port0.tx_prio3_pause"], 0u) << "and the switch passed the pressure on";
+  EXPECT_GT(h1["pfc.rx_prio3_pause"], 0u);
+  EXPECT_EQ(drops(sw), 0u);
+  EXPECT_EQ(h2["engine.rx_buffer_dropped"], 0u);
+  EXPECT_EQ(h1["port.completer_retry_err"], 0u);
+  std::printf(
+      "slow receiver behind the switch: host 2 sent %llu XOFF, switch paused %llu us "
+      "toward it and sent %llu XOFF to host 1; drops %llu\n",
+      h2["pfc.tx_prio3_pause"], sw["port1.rx_prio3_pause_duration"], sw["port0.tx_prio3_pause"],
+      drops(sw));
+}
+
+}  // namespace
+}  // namespace uroce
