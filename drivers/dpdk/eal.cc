@@ -3,6 +3,7 @@
 
 #include <net/if.h>
 #include <rte_eal.h>
+#include <rte_lcore.h>
 #include <rte_errno.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -140,6 +141,14 @@ std::string eal_init(const EalOptions& opts) {
   if (ret < 0) return std::string("rte_eal_init failed: ") + rte_strerror(err);
   done = true;
   return {};
+}
+
+ThreadRegistration::ThreadRegistration() {
+  registered_ = rte_lcore_id() == LCORE_ID_ANY && rte_thread_register() == 0;
+}
+
+ThreadRegistration::~ThreadRegistration() {
+  if (registered_) rte_thread_unregister();
 }
 
 }  // namespace uroce::dpdk

@@ -29,6 +29,23 @@ struct EalOptions {
 /// string on success, else what went wrong. Thread-safe.
 std::string eal_init(const EalOptions& opts);
 
+/// Makes the calling thread known to EAL (rte_thread_register) for as
+/// long as the returned object lives, so that it gets an lcore id and with
+/// it a per-thread mempool cache: without one, every mbuf taken or given
+/// back is an atomic operation on the pool's shared ring. A thread EAL
+/// cannot take (no free lcore id) runs on unregistered, as before.
+class ThreadRegistration {
+ public:
+  ThreadRegistration();
+  ~ThreadRegistration();
+  ThreadRegistration(const ThreadRegistration&) = delete;
+  ThreadRegistration& operator=(const ThreadRegistration&) = delete;
+  bool registered() const { return registered_; }
+
+ private:
+  bool registered_ = false;
+};
+
 /// The argument vector eal_init passes to rte_eal_init (for logs and tests).
 std::vector<std::string> eal_arguments(const EalOptions& opts);
 

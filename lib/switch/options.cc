@@ -14,7 +14,8 @@ const char* const kSwitchUsage =
     "usage: uroce-switch --port SPEC --port SPEC ... [--config FILE]\n"
     "         [--rate PORT=RATE] [--ecn kmin=B,kmax=B,pmax=P] [--pfc]\n"
     "         [--loss P] [--duplicate P] [--reorder P] [--delay TIME[+JITTER]]\n"
-    "         [--corrupt P] [--seed N] [--buffer-kb N] [--dwrr] [--trust-pcp]\n"
+    "         [--corrupt P] [--seed N] [--buffer-kb N] [--scheduling dwrr|strict]\n"
+    "         [--trust-pcp]\n"
     "         [--stats-file FILE] [--stats-format csv|json] [--stats-interval MS]\n"
     "         [--control SOCKET] [--duration SECONDS] [--hugepages] [--log LEVEL]\n"
     "PORT is the port's index in the order given; RATE is like 300mbit or 10gbit;\n"
@@ -442,8 +443,10 @@ std::string parse_switch_options(int argc, const char* const* argv, SwitchOption
         o->cfg.seed = integer(a, next());
       } else if (a == "--buffer-kb") {
         o->cfg.buffer_bytes = integer(a, next()) * 1024;
-      } else if (a == "--dwrr") {
-        o->cfg.scheduling = Scheduling::kDwrr;
+      } else if (a == "--scheduling") {
+        const std::string v = next();
+        if (v != "strict" && v != "dwrr") fail("--scheduling: '" + v + "' is not strict or dwrr");
+        o->cfg.scheduling = v == "strict" ? Scheduling::kStrict : Scheduling::kDwrr;
       } else if (a == "--trust-pcp") {
         o->cfg.priority_map.trust_pcp = true;
       } else if (a == "--stats-file") {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "switch/switch.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "log/log.h"
@@ -41,7 +42,12 @@ Switch::Switch(std::vector<engine::Port*> ports, SwitchConfig cfg)
     auto st = std::make_unique<PortState>();
     st->port = ports[i];
     if (i < cfg_.ports.size()) st->cfg = cfg_.ports[i];
-    st->shaper = Shaper(st->cfg.rate_bps);
+    // The bucket holds 2 ms of line rate (32 KiB to 512 KiB): a switch
+    // thread the host deschedules for a moment catches up afterwards, as
+    // a hardware port never falls behind in the first place.
+    const std::uint64_t burst =
+        std::clamp<std::uint64_t>(st->cfg.rate_bps / 8 / 500, 32 * 1024, 512 * 1024);
+    st->shaper = Shaper(st->cfg.rate_bps, burst);
     // Each port and direction has a generator of its own, so that one
     // port's impairments do not depend on the others' traffic.
     st->rx_impairment = std::make_unique<Impairment>(st->cfg.rx, cfg_.seed * 1000 + 2 * i,
@@ -330,34 +336,33 @@ std::uint32_t Switch::transmit(std::uint16_t e, Nanos now) {
 }
 
 void Switch::send_frames(PortState& st, std::vector<PacketPtr>& ready) {
-  engine::TxFrame frames[2 * kBurst + 8];
-  std::uint16_t n = 0;
-  for (auto& p : ready) {
-    if (n == std::size(frames)) {
-      drop(st, Drop::kNoMbuf, p->priority);
+  // In bursts of up to 64: a delay line may let many frames go at once.
+  engine::TxFrame frames[64];
+  std::size_t next = 0;
+  while (next < ready.size()) {
+    std::uint16_t n = 0;
+    for (; next < ready.size() && n < std::size(frames); ++next) {
+      PacketPtr& p = ready[next];
+      engine::TxFrame& f = frames[n];
+      const auto len = static_cast<std::uint32_t>(p->bytes.size());
+      if (st.port->tx_alloc(len, f)) {
+        std::memcpy(f.room.data(), p->bytes.data(), len);
+        f.length = len;
+        ++n;
+      } else {
+        drop(st, Drop::kNoMbuf, p->priority);
+      }
       pool_.put(std::move(p));
-      continue;
     }
-    engine::TxFrame& f = frames[n];
-    const auto len = static_cast<std::uint32_t>(p->bytes.size());
-    if (!st.port->tx_alloc(len, f)) {
-      drop(st, Drop::kNoMbuf, p->priority);
-      pool_.put(std::move(p));
-      continue;
+    const std::uint16_t sent = st.pending.empty() ? st.port->tx_burst(frames, n) : 0;
+    for (std::uint16_t i = 0; i < sent; ++i) {
+      st.counters.tx_packets.add();
+      st.counters.tx_bytes.add(frames[i].length);
     }
-    std::memcpy(f.room.data(), p->bytes.data(), len);
-    f.length = len;
-    ++n;
-    pool_.put(std::move(p));
+    // What the port did not take waits, in order, for the next turn.
+    st.pending.insert(st.pending.end(), frames + sent, frames + n);
   }
   ready.clear();
-  if (n == 0) return;
-  const std::uint16_t sent = st.port->tx_burst(frames, n);
-  for (std::uint16_t i = 0; i < sent; ++i) {
-    st.counters.tx_packets.add();
-    st.counters.tx_bytes.add(frames[i].length);
-  }
-  st.pending.insert(st.pending.end(), frames + sent, frames + n);
 }
 
 bool Switch::flush_pending(PortState& st) {

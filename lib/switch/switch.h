@@ -66,7 +66,9 @@ struct SwitchConfig {
   std::uint64_t buffer_bytes = 4u << 20;      ///< shared by every port
   std::uint64_t port_limit_bytes = 2u << 20;  ///< lossy bytes one egress port may hold
   std::array<QueueConfig, kQueues> queues;
-  Scheduling scheduling = Scheduling::kStrict;
+  /// DWRR by default, as ETS: under strict priority a saturated RoCE
+  /// queue starves priority 0, where ARP lives.
+  Scheduling scheduling = Scheduling::kDwrr;
   PriorityMap priority_map;
   SwitchPfcConfig pfc;
   Nanos aging_ns = 300'000'000'000;

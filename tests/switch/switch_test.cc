@@ -275,6 +275,7 @@ TEST(Switch, APfcFrameReceivedPausesThatQueueOnly) {
 
 TEST(Switch, StrictPriorityServesTheHighestQueueFirst) {
   SwitchConfig cfg;
+  cfg.scheduling = Scheduling::kStrict;
   cfg.ports.resize(2);
   cfg.ports[1].rate_bps = 100'000'000;
   Fabric f(2, cfg);
