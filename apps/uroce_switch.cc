@@ -10,7 +10,8 @@
 // are served to uroce-stat as device "switch", written as a time series
 // with --stats-file, and printed when the switch stops (SIGINT, SIGTERM
 // or --duration). "port N down" and "port N up" on the --control socket
-// take a link down and up.
+// take a link down and up; `uroce-switch --ctl SOCKET port 1 down` sends
+// them.
 
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -164,7 +165,34 @@ class Control {
 
 }  // namespace
 
+// uroce-switch --ctl SOCKET port N down|up: the client side.
+int control_client(int argc, char** argv) {
+  if (argc < 4) {
+    std::fputs("usage: uroce-switch --ctl SOCKET port N down|up\n", stderr);
+    return 2;
+  }
+  std::string line;
+  for (int i = 3; i < argc; ++i) line += std::string(i > 3 ? " " : "") + argv[i];
+  line += "\n";
+  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::strncpy(a.sun_path, argv[2], sizeof(a.sun_path) - 1);
+  if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+      write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+    std::fprintf(stderr, "uroce-switch: %s: %s\n", argv[2], std::strerror(errno));
+    return 1;
+  }
+  char buf[256];
+  const ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  const std::string reply(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
+  std::fputs(reply.c_str(), stdout);
+  return reply.rfind("ok", 0) == 0 ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "--ctl") return control_client(argc, argv);
   sw::SwitchOptions o;
   if (const std::string err = sw::parse_switch_options(argc, argv, &o); !err.empty()) {
     if (err == "help") {

@@ -27,7 +27,8 @@ packages=(
   # the testbed's scenarios: tables, plots, a PFC storm from a raw socket
   gnuplot-nox python3
   # what users would use instead, for the side-by-side benchmarks
-  iperf3 sockperf
+  # (dpdk-dev has dpdk-testpmd, the forwarder uroce-switch is measured against)
+  iperf3 sockperf dpdk-dev
 )
 
 apt-get update -q
