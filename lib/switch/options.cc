@@ -338,9 +338,16 @@ std::string apply_switch_toml(const std::string& text, const std::string& origin
         const std::string path = "queue[" + std::to_string(i) + "].";
         const toml::table* t = a->get(i)->as_table();
         if (!t) fail(r.where("queue[" + std::to_string(i) + "]") + ": must be a table");
-        r.only(*t, path, {"priority", "limit_kb", "weight"});
+        r.only(*t, path, {"priority", "limit_kb", "weight", "ecn", "kmin_kb", "kmax_kb", "pmax"});
         const auto q = r.uint(*t, path, "priority");
         if (!q || *q > 7) fail(r.where(path + "priority") + ": required, 0 to 7");
+        // This queue's own marking, over what [ecn] set for it.
+        EcnConfig& e = c.queues[*q].ecn;
+        if (auto v = r.boolean(*t, path, "ecn")) e.enabled = *v;
+        if (auto v = r.num(*t, path, "kmin_kb")) e.kmin_bytes = static_cast<std::uint64_t>(*v * 1024);
+        if (auto v = r.num(*t, path, "kmax_kb")) e.kmax_bytes = static_cast<std::uint64_t>(*v * 1024);
+        e.pmax = r.prob(*t, path, "pmax", e.pmax);
+        if (e.kmax_bytes <= e.kmin_bytes) fail(r.where(path + "kmax_kb") + ": must be above kmin_kb");
         if (auto v = r.uint(*t, path, "limit_kb")) c.queues[*q].limit_bytes = *v * 1024;
         if (auto v = r.uint(*t, path, "weight")) {
           if (*v < 1 || *v > 1000) fail(r.where(path + "weight") + ": must be between 1 and 1000");

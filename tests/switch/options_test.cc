@@ -107,6 +107,12 @@ TEST(SwitchOptions, TheFileSetsTheRest) {
     priority = 3
     limit_kb = 512
     weight = 4
+    [[queue]]
+    priority = 6
+    ecn = true
+    kmin_kb = 1
+    kmax_kb = 8
+    pmax = 1.0
     [[port]]
     device = "net_af_packet0,iface=p1"
     rate = "10gbit"
@@ -137,6 +143,10 @@ TEST(SwitchOptions, TheFileSetsTheRest) {
   EXPECT_EQ(o.cfg.priority_map.dscp[26], 3);
   EXPECT_EQ(o.cfg.queues[3].limit_bytes, 512u * 1024);
   EXPECT_EQ(o.cfg.queues[3].weight, 4u);
+  EXPECT_TRUE(o.cfg.queues[6].ecn.enabled);
+  EXPECT_EQ(o.cfg.queues[6].ecn.kmax_bytes, 8u * 1024);
+  EXPECT_DOUBLE_EQ(o.cfg.queues[6].ecn.pmax, 1.0);
+  EXPECT_EQ(o.cfg.queues[4].ecn.kmax_bytes, 100u * 1024) << "from [ecn]";
   ASSERT_EQ(o.ports.size(), 2u);
   EXPECT_EQ(o.ports[1], "net_af_packet1,iface=p2");
   EXPECT_EQ(o.cfg.ports[0].rate_bps, 10'000'000'000u);
