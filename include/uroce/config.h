@@ -32,6 +32,10 @@ struct DeviceConfig {
   /// Send RoCE frames with an 802.1Q priority tag (VID 0) carrying `pcp`;
   /// untagged frames carry their priority in the DSCP alone.
   bool priority_tag = false;
+  /// The device's VLAN (1 to 4094), 0 for none. With a VLAN every frame
+  /// uroce sends carries its tag (PCP `pcp` on RoCE), and frames of other
+  /// VLANs or untagged ones are not the device's (PAUSE and PFC apart).
+  std::uint16_t vlan_id = 0;
   /// Send RoCE packets ECN-capable (ECT(0)), so that switches mark them
   /// CE instead of dropping as their queues grow.
   bool ecn = false;

@@ -242,7 +242,7 @@ Config build(const toml::table& root, const Reader& r) {
       const toml::table* t = devs->get(i)->as_table();
       if (!t) fail(r.where("device[" + std::to_string(i) + "]"), "must be a table");
       r.only(*t, path,
-             {"name", "port", "ip", "mtu", "hugepages", "dscp", "pcp", "priority_tag", "ecn",
+             {"name", "port", "ip", "mtu", "hugepages", "dscp", "pcp", "priority_tag", "vlan_id", "ecn",
               "link_wait_ms"});
       DeviceConfig dev;
       dev.name = r.string(*t, path, "name").value_or("uroce" + std::to_string(i));
@@ -259,6 +259,7 @@ Config build(const toml::table& root, const Reader& r) {
       dev.pcp = r.number<std::uint8_t>(*t, path, "pcp", 3, 0, 7);
       dev.priority_tag = r.boolean(*t, path, "priority_tag", false);
       dev.ecn = r.boolean(*t, path, "ecn", false);
+      dev.vlan_id = r.number<std::uint16_t>(*t, path, "vlan_id", 0, 0, 4094);
       dev.link_wait_ms = r.number<std::uint32_t>(*t, path, "link_wait_ms", 10000, 0, 600000);
       for (const DeviceConfig& other : c.devices) {
         if (other.name == dev.name) fail(r.where(path + "name"), "'" + dev.name + "' is taken");

@@ -283,9 +283,16 @@ void Engine::receive_one(ConstBytes frame, Nanos now) {
   }
   std::uint16_t type = wire::load_be16(frame.data() + 12);
   std::size_t l3 = wire::EthHdr::kSize;
+  std::uint16_t vid = 0;
   if (type == wire::ether_type::kVlan && frame.size() >= l3 + 4) {
+    vid = wire::load_be16(frame.data() + l3) & 0x0FFF;
     type = wire::load_be16(frame.data() + l3 + 2);
     l3 += 4;
+  }
+  // On a VLAN, only its frames are ours; PAUSE and PFC are the link's.
+  if (vid != cfg_.vlan_id && type != wire::ether_type::kMacControl) {
+    counters_.inc(EngineCounter::kRxOther);
+    return;
   }
   switch (type) {
     case wire::ether_type::kArp:
@@ -383,13 +390,25 @@ void Engine::on_icmp(ConstBytes frame) {
 }
 
 void Engine::send_raw(ConstBytes frame) {
+  // On a VLAN, an untagged frame gets the tag after its addresses.
+  const bool tag = cfg_.vlan_id != 0 && frame.size() >= wire::EthHdr::kSize &&
+                   wire::load_be16(frame.data() + 12) != wire::ether_type::kVlan;
+  const auto len = static_cast<std::uint32_t>(frame.size() + (tag ? wire::VlanTag::kSize : 0));
   TxFrame f;
-  if (!port_.tx_alloc(static_cast<std::uint32_t>(frame.size()), f)) {
+  if (!port_.tx_alloc(len, f)) {
     counters_.inc(EngineCounter::kTxDropped);
     return;
   }
-  std::memcpy(f.room.data(), frame.data(), frame.size());
-  f.length = static_cast<std::uint32_t>(frame.size());
+  if (tag) {
+    std::memcpy(f.room.data(), frame.data(), 12);
+    wire::store_be16(f.room.data() + 12, wire::ether_type::kVlan);
+    wire::VlanTag{0, false, cfg_.vlan_id, wire::load_be16(frame.data() + 12)}.write(f.room.data() +
+                                                                                    14);
+    std::memcpy(f.room.data() + 18, frame.data() + 14, frame.size() - 14);
+  } else {
+    std::memcpy(f.room.data(), frame.data(), frame.size());
+  }
+  f.length = len;
   transmit_frames(&f, 1);
 }
 

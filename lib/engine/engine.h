@@ -55,6 +55,9 @@ struct EngineConfig {
   RxBufferConfig rx_buffer;
   /// The priority of UD QPs, whose datagrams carry each its own route.
   std::uint8_t ud_priority = 3;
+  /// The device's VLAN, 0 for none: ARP, neighbour discovery and ping
+  /// replies go out tagged (PCP 0), frames of other VLANs are not ours.
+  std::uint16_t vlan_id = 0;
   std::uint16_t rx_burst = 32;
   std::uint32_t tx_budget_per_qp = 16;  ///< packets one QP may send per turn
 };

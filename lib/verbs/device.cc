@@ -103,7 +103,9 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c, st
   ec.pfc.xoff.quanta = pfc.quanta;
   ec.pfc.watchdog.detection_ns = std::uint64_t{pfc.watchdog_ms} * 1'000'000;
   ec.pfc.watchdog.restoration_ns = std::uint64_t{pfc.restoration_ms} * 1'000'000;
-  ec.ud_priority = dc.priority_tag ? dc.pcp : pfc::dscp_priority(dc.dscp);
+  const bool tagged = dc.priority_tag || dc.vlan_id != 0;
+  ec.ud_priority = tagged ? dc.pcp : pfc::dscp_priority(dc.dscp);
+  ec.vlan_id = dc.vlan_id;
   d->engine_ = std::make_unique<engine::Engine>(*d->port_, ec);
   d->link_was_up_ = d->port_->link_up();
   Device* self = d.get();
@@ -251,8 +253,8 @@ int Device::resolve(const AddressVector& av, std::uint32_t src_qpn, std::uint32_
   *out = *route;
   out->dscp = av.traffic_class >> 2 ? static_cast<std::uint8_t>(av.traffic_class >> 2) : cfg_.dscp;
   // The priority PFC acts on: the tag's PCP when tagged, else the DSCP's.
-  out->vlan = cfg_.priority_tag;
-  out->vid = 0;
+  out->vlan = cfg_.priority_tag || cfg_.vlan_id != 0;
+  out->vid = cfg_.vlan_id;
   out->pcp = cfg_.pcp;
   out->ecn = cfg_.ecn ? wire::Ecn::kEct0 : wire::Ecn::kNotEct;
   out->hop_limit = av.hop_limit ? av.hop_limit : 64;

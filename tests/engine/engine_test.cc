@@ -49,6 +49,44 @@ TEST(Engine, AnswersArpForItsAddressesOnlyAndLearnsTheAsker) {
   EXPECT_EQ(a.engine.resolve(kIpB, std::chrono::milliseconds(0)), kMacB);
 }
 
+// A device on VLAN 100 answers ARP on VLAN 100 only, tagged.
+TEST(Engine, OnAVlanOnlyItsFramesAreOursAndRepliesAreTagged) {
+  EngineConfig cfg;
+  cfg.addresses = {kIpA};
+  cfg.vlan_id = 100;
+  Host a(kMacA, cfg);
+  a.port.keep_sent = true;
+  std::vector<std::uint8_t> untagged(60);
+  wire::build_arp_request(untagged, kMacB, kIpB.v4(), kIpA.v4());
+  // The same request on VLAN 100, and on VLAN 200.
+  auto tagged = [&](std::uint16_t vid) {
+    std::vector<std::uint8_t> f(64);
+    std::copy(untagged.begin(), untagged.begin() + 12, f.begin());
+    wire::store_be16(f.data() + 12, wire::ether_type::kVlan);
+    wire::VlanTag{0, false, vid, wire::ether_type::kArp}.write(f.data() + 14);
+    std::copy(untagged.begin() + 14, untagged.end(), f.begin() + 18);
+    return f;
+  };
+  a.port.inject(untagged);
+  a.port.inject(tagged(200));
+  a.engine.poll(now_ns());
+  EXPECT_TRUE(a.port.sent.empty()) << "not our VLAN";
+  EXPECT_EQ(a.engine.counters().get(EngineCounter::kRxOther), 2u);
+  a.port.inject(tagged(100));
+  a.engine.poll(now_ns());
+  ASSERT_EQ(a.port.sent.size(), 1u);
+  const auto& reply = a.port.sent[0];
+  ASSERT_GE(reply.size(), 18u + 28u);
+  EXPECT_EQ(wire::load_be16(reply.data() + 12), wire::ether_type::kVlan);
+  const wire::VlanTag tag = wire::VlanTag::parse(reply.data() + 14);
+  EXPECT_EQ(tag.vid, 100);
+  EXPECT_EQ(tag.ether_type, wire::ether_type::kArp);
+  wire::ArpPacket rep;
+  ASSERT_TRUE(wire::parse_arp_frame(reply, rep));
+  EXPECT_EQ(rep.op, wire::ArpOp::kReply);
+  EXPECT_EQ(rep.sender_ip, kIpA.v4());
+}
+
 TEST(Engine, ResolvesAPeerWithArpAndTimesOutOnAnAbsentOne) {
   Host a(kMacA, kIpA), b(kMacB, kIpB);
   test::PipePort::join(a.port, b.port);

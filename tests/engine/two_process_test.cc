@@ -248,6 +248,41 @@ TEST_F(Veth, APriorityTagCarriesThePfcPriority) {
   }
 }
 
+// On VLAN 100 every frame either end sends carries the tag: RoCE with
+// PCP 3, ARP too.
+TEST_F(Veth, OnAVlanEveryFrameIsTagged) {
+  const std::string pcap = dir_.path() + "/vlan.pcap";
+  const std::string log = dir_.path() + "/dumpcap.log";
+  // The kernel's own IPv6 chatter on the veth (untagged) is not uroce's.
+  ASSERT_EQ(sh("ip netns exec " + net_.ns_a + " dumpcap -q -P -i " + net_.if_a +
+               " -f 'not ip6' -c 3000 -w " + pcap + " > " + log + " 2>&1 & echo $! > " +
+               dir_.path() + "/dumpcap.pid"),
+            0);
+  for (int i = 0; i < 500 && sh("grep -q 'Capturing on' " + log) != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  auto [a, b] = run_pair("--vlan 100", "--vlan 100");
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  sh("kill -INT $(cat " + dir_.path() + "/dumpcap.pid) 2>/dev/null; sleep 0.5");
+  ASSERT_EQ(a.status, 0) << a.output;
+  ASSERT_EQ(b.status, 0) << b.output;
+  const auto frames = test::tshark_decode(
+      pcap, {"vlan.id", "vlan.priority", "vlan.etype", "infiniband.bth.opcode", "_ws.malformed"});
+  ASSERT_FALSE(frames.empty());
+  std::size_t roce = 0, arp = 0;
+  for (const auto& f : frames) {
+    ASSERT_NE(f.at("vlan.id"), "") << "an untagged frame from b";
+    EXPECT_EQ(test::tshark_number(f.at("vlan.id")), 100u);
+    EXPECT_EQ(f.at("_ws.malformed"), "");
+    if (!f.at("infiniband.bth.opcode").empty()) {
+      ++roce;
+      EXPECT_EQ(test::tshark_number(f.at("vlan.priority")), 3u);
+    }
+    arp += test::tshark_number(f.at("vlan.etype")) == 0x0806;
+  }
+  EXPECT_GT(roce, 0u);
+  EXPECT_GT(arp, 0u) << "ARP on the VLAN too";
+}
+
 // A slow receiver without PFC, its buffer smaller than a's window: it
 // overflows and a goes back N; the bytes still arrive intact (rdma_peer
 // checks them).

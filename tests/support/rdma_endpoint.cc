@@ -57,6 +57,7 @@ Endpoint::Endpoint(const EndpointOptions& o) : o_(o) {
   dc.mtu = o.mtu;
   dc.priority_tag = o.priority_tag;
   dc.ecn = o.ecn;
+  dc.vlan_id = o.vlan_id;
   Config c;
   c.eal_memory_mb = o.hugepages ? 256 : 512;
   c.fault = o.fault;

@@ -32,8 +32,9 @@ struct EndpointOptions {
   bool hugepages = false;
   bool priority_tag = false;  ///< RoCE frames carry an 802.1Q priority tag
   bool ecn = false;           ///< RoCE packets leave ECN-capable
-  bool srq = false;       ///< the RC QP takes its receives from a shared receive queue
-  std::uint32_t mtu = 0;  ///< link MTU; 0 keeps the port's
+  std::uint16_t vlan_id = 0;  ///< the device's VLAN, 0 for none
+  bool srq = false;           ///< the RC QP takes its receives from a shared receive queue
+  std::uint32_t mtu = 0;      ///< link MTU; 0 keeps the port's
 };
 
 /// Prints the reason and exits the process with status 1.
