@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -105,12 +106,14 @@ class SeriesWriter {
 };
 
 // The control socket: a Unix stream socket taking one command per
-// connection ("port 1 down"), polled from the forwarding loop.
+// connection ("port 1 down"). A thread of its own waits on it, so that a
+// client that connects and says nothing cannot stall forwarding; the
+// forwarding loop applies what it queued.
 class Control {
  public:
-  explicit Control(const std::string& path) : path_(path) {
+  Control(const std::string& path, std::size_t ports) : path_(path), ports_(ports) {
     if (path.empty()) return;
-    fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_un a{};
     a.sun_family = AF_UNIX;
     std::strncpy(a.sun_path, path.c_str(), sizeof(a.sun_path) - 1);
@@ -120,47 +123,65 @@ class Control {
       log::get().error("control socket {}: {}", path, std::strerror(errno));
       if (fd_ >= 0) close(fd_);
       fd_ = -1;
+      return;
     }
+    thread_ = std::thread([this] { serve(); });
   }
   ~Control() {
-    if (fd_ >= 0) {
-      close(fd_);
-      unlink(path_.c_str());
-    }
-  }
-  void poll(sw::Switch& s) {
     if (fd_ < 0) return;
-    const int c = accept(fd_, nullptr, nullptr);
-    if (c < 0) return;
-    char buf[256] = {};
-    // The client writes its line right after connecting.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
-    ssize_t n = 0;
-    while (n <= 0 && std::chrono::steady_clock::now() < deadline) {
-      n = read(c, buf, sizeof(buf) - 1);
-      if (n < 0 && errno != EAGAIN) break;
+    shutdown(fd_, SHUT_RDWR);  // wakes accept()
+    thread_.join();
+    close(fd_);
+    unlink(path_.c_str());
+  }
+  /// Applies the commands received since the last call.
+  void apply(sw::Switch& s) {
+    std::vector<std::pair<std::uint16_t, bool>> todo;
+    {
+      std::lock_guard lock(mu_);
+      todo.swap(queue_);
     }
-    std::istringstream in(std::string(buf, n > 0 ? static_cast<std::size_t>(n) : 0));
-    std::string word, state;
-    unsigned port = 0;
-    std::string reply;
-    if (in >> word >> port >> state && word == "port" && port < s.port_count() &&
-        (state == "down" || state == "up")) {
-      s.set_link(static_cast<std::uint16_t>(port), state == "up");
-      log::get().info("port {} {}", port, state);
-      reply = "ok\n";
-    } else {
-      reply = "error: expected 'port N down' or 'port N up'\n";
+    for (const auto& [port, up] : todo) {
+      s.set_link(port, up);
+      log::get().info("port {} {}", port, up ? "up" : "down");
     }
-    if (write(c, reply.data(), reply.size()) < 0) {
-      // the client left; nothing to do
-    }
-    close(c);
   }
 
  private:
+  void serve() {
+    for (;;) {
+      const int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) {
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        return;  // shut down
+      }
+      timeval tv{1, 0};  // a client gets a second to say what it wants
+      setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+      char buf[256];
+      const ssize_t n = read(c, buf, sizeof(buf) - 1);
+      std::istringstream in(std::string(buf, n > 0 ? static_cast<std::size_t>(n) : 0));
+      std::string word, state;
+      unsigned port = 0;
+      std::string reply = "error: expected 'port N down' or 'port N up'\n";
+      if (in >> word >> port >> state && word == "port" && port < ports_ &&
+          (state == "down" || state == "up")) {
+        std::lock_guard lock(mu_);
+        queue_.emplace_back(static_cast<std::uint16_t>(port), state == "up");
+        reply = "ok\n";
+      }
+      if (write(c, reply.data(), reply.size()) < 0) {
+        // the client left; nothing to do
+      }
+      close(c);
+    }
+  }
+
   std::string path_;
+  std::size_t ports_;
   int fd_ = -1;
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<std::pair<std::uint16_t, bool>> queue_;
 };
 
 }  // namespace
@@ -233,7 +254,7 @@ int main(int argc, char** argv) {
   if (auto* server = stats::StatsServer::instance())
     stats_handle = server->add("switch", [&s](std::string& out) { s.write_stats(out); });
   SeriesWriter series(o.stats_file, o.stats_format == "json");
-  Control control(o.control);
+  Control control(o.control, ports.size());
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   std::printf("uroce-switch: %zu ports, forwarding\n", ports.size());
@@ -256,14 +277,14 @@ int main(int argc, char** argv) {
       if (next_sample < now) next_sample = now + interval;
     }
     if (now >= next_control) {
-      control.poll(s);
+      control.apply(s);
       next_control = now + 10'000'000;
       if (o.duration_s > 0 && static_cast<double>(now - start) / 1e9 >= o.duration_s) break;
     }
     // Poll mode while there is traffic; short naps once there has been
     // none for a while, so that a lab on a few cores keeps its CPUs for
     // the hosts. A queue waiting on its line rate is traffic too.
-    idle = work != 0 || s.buffer_used() != 0 ? 0 : idle + 1;
+    idle = work != 0 || s.busy() ? 0 : idle + 1;
     if (idle > kSpinsBeforeNap)
       std::this_thread::sleep_for(std::chrono::microseconds(idle > kNapsBeforeSleep ? 500 : 20));
   }

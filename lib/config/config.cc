@@ -242,8 +242,8 @@ Config build(const toml::table& root, const Reader& r) {
       const toml::table* t = devs->get(i)->as_table();
       if (!t) fail(r.where("device[" + std::to_string(i) + "]"), "must be a table");
       r.only(*t, path,
-             {"name", "port", "ip", "mtu", "hugepages", "dscp", "pcp", "priority_tag", "vlan_id", "ecn",
-              "link_wait_ms"});
+             {"name", "port", "ip", "mtu", "hugepages", "dscp", "pcp", "priority_tag", "vlan_id",
+              "ecn", "link_wait_ms"});
       DeviceConfig dev;
       dev.name = r.string(*t, path, "name").value_or("uroce" + std::to_string(i));
       const auto port = r.string(*t, path, "port");
@@ -328,6 +328,10 @@ Config build(const toml::table& root, const Reader& r) {
     p.xon_kb = r.number<std::uint32_t>(*t, "pfc.", "xon_kb", p.xoff_kb / 2, 0, 1u << 20);
     if (p.xon_kb >= p.xoff_kb) fail(r.where("pfc.xon_kb"), "must be below pfc.xoff_kb");
     p.quanta = r.number<std::uint16_t>(*t, "pfc.", "quanta", 0xFFFF, 1, 0xFFFF);
+    if (p.enabled && std::uint64_t{p.xoff_kb} >= c.fault.rx_buffer_kb)
+      fail(r.where("pfc.xoff_kb"), "must be below fault.rx_buffer_kb (" +
+                                       std::to_string(c.fault.rx_buffer_kb) +
+                                       "), the receive buffer it leaves headroom in");
     p.watchdog_ms = r.number<std::uint32_t>(*t, "pfc.", "watchdog_ms", 200, 0, 60000);
     p.restoration_ms = r.number<std::uint32_t>(*t, "pfc.", "restoration_ms", 200, 1, 60000);
   }

@@ -103,12 +103,22 @@ bool Engine::try_poll(Nanos now, std::uint32_t* work) {
 }
 
 void Engine::run_once(Nanos now, std::uint32_t* work) {
+  // Whoever runs the loop read the clock before taking the engine: an
+  // older reading must not take time backwards (pause timers, buckets).
+  now = std::max(now, last_now_);
+  last_now_ = now;
   RxFrame frames[64];
   std::uint32_t n = 0;
   if (buffered_rx_) {
     // Empty the port into the buffer, as a NIC fills its packet buffer
-    // whatever the host does; the transport then takes what it can.
+    // whatever the host does; the transport then takes what it can. A full
+    // buffer leaves the rest in the port's ring (lossless as long as the
+    // ring holds), unless this is the slow receiver of the tests, whose
+    // buffer drops like a NIC's.
     for (int k = 0; k < 8; ++k) {
+      if (!drop_when_full() &&
+          (rx_buffer_bytes_ >= cfg_.rx_buffer.bytes || rx_buffer_.size() + 64 > kMaxBufferedFrames))
+        break;
       const std::uint16_t got = port_.rx_burst(frames, 64);
       if (got == 0) break;
       counters_.inc(EngineCounter::kRxBursts);
@@ -117,7 +127,7 @@ void Engine::run_once(Nanos now, std::uint32_t* work) {
       n += got;
       if (got < 64) break;
     }
-    drain_rx_buffer(now);
+    n += drain_rx_buffer(now);
   } else {
     const std::uint16_t got = port_.rx_burst(frames, std::min<std::uint16_t>(cfg_.rx_burst, 64));
     if (got > 0) {
@@ -150,16 +160,25 @@ void Engine::buffer_rx(RxFrame* frames, std::uint16_t n, Nanos now) {
       port_.rx_release(&frames[i], 1);
       continue;
     }
-    if (rx_buffer_bytes_ + f.size() > cfg_.rx_buffer.bytes ||
-        rx_buffer_.size() >= kMaxBufferedFrames) {
+    // Each frame holds at least its share of the buffer, so that many
+    // small frames fill it (and send XOFF) before they run out the mbufs.
+    const auto charge = static_cast<std::uint32_t>(
+        std::max<std::uint64_t>(f.size(), cfg_.rx_buffer.bytes / kMaxBufferedFrames));
+    const std::uint8_t prio = pfc::frame_priority(f);
+    // Lossy priorities may fill the buffer up to xoff only: the rest is
+    // the lossless priorities' headroom.
+    std::uint64_t limit = cfg_.rx_buffer.bytes;
+    if (xoff_ && !(cfg_.pfc.xoff.lossless >> prio & 1))
+      limit = std::min(limit, cfg_.pfc.xoff.xoff_bytes);
+    if (drop_when_full() &&
+        (rx_buffer_bytes_ + charge > limit || rx_buffer_.size() >= kMaxBufferedFrames)) {
       counters_.inc(EngineCounter::kRxBufferDropped);
       port_.rx_release(&frames[i], 1);
       continue;
     }
-    const std::uint8_t prio = pfc::frame_priority(f);
-    rx_buffer_.push_back({frames[i], prio});
-    rx_buffer_bytes_ += f.size();
-    rx_backlog_[prio] += f.size();
+    rx_buffer_.push_back({frames[i], charge, prio});
+    rx_buffer_bytes_ += charge;
+    rx_backlog_[prio] += charge;
   }
 }
 
@@ -183,8 +202,8 @@ std::uint32_t Engine::drain_rx_buffer(Nanos now) {
       rx_tokens_ -= static_cast<double>(size);
     }
     rx_buffer_.pop_front();
-    rx_buffer_bytes_ -= size;
-    rx_backlog_[b.priority] -= size;
+    rx_buffer_bytes_ -= b.charge;
+    rx_backlog_[b.priority] -= b.charge;
     receive(b.frame.data, now);
     done[n++] = b.frame;
   }
@@ -209,24 +228,25 @@ void Engine::run_pfc(Nanos now) {
     }
   }
   if (const auto req = xoff_->update(rx_backlog_, now)) {
-    std::uint8_t frame[wire::kMinFrameSize];
-    if (wire::build_pfc_frame(frame, mac_, req->class_enable, req->class_time) != 0)
-      send_mac_control(frame);
+    if (pfc_pending_) {
+      pfc::merge(*pfc_pending_, *req);
+    } else {
+      pfc_pending_ = *req;
+    }
   }
+  if (pfc_pending_) send_pfc();
 }
 
-void Engine::send_mac_control(ConstBytes frame) {
+void Engine::send_pfc() {
   TxFrame f;
-  if (!port_.tx_alloc(static_cast<std::uint32_t>(frame.size()), f)) {
-    counters_.inc(EngineCounter::kTxDropped);
-    return;
-  }
-  std::memcpy(f.room.data(), frame.data(), frame.size());
-  f.length = static_cast<std::uint32_t>(frame.size());
+  if (!port_.tx_alloc(wire::kMinFrameSize, f)) return;  // tried again next time
+  f.length = static_cast<std::uint32_t>(
+      wire::build_pfc_frame(f.room, mac_, pfc_pending_->class_enable, pfc_pending_->class_time));
   if (port_.tx_burst(&f, 1) == 1) {
     counters_.inc(EngineCounter::kTxFrames);
+    pfc_pending_.reset();
   } else {
-    backlog_.insert(backlog_.begin(), f);  // first out once the port takes frames again
+    port_.tx_free(f);
   }
 }
 

@@ -42,7 +42,8 @@ struct PfcConfig {
 /// it when the transport is slower than the link; PFC pauses the partner
 /// as it fills. It is used when PFC runs in uroce or the receiver is made
 /// slow on purpose (rx_rate_mbps, a test knob); otherwise frames go from
-/// the port to the transport directly.
+/// the port to the transport directly. A full buffer leaves frames in the
+/// port's ring; the slow receiver's drops them.
 struct RxBufferConfig {
   std::uint64_t bytes = 1u << 20;  ///< past this the buffer drops
   std::uint32_t rate_mbps = 0;     ///< frames leave at most this fast; 0: no limit
@@ -146,11 +147,15 @@ class Engine {
   // The receive buffer: fill it from a burst, let frames out of it.
   void buffer_rx(RxFrame* frames, std::uint16_t n, Nanos now);
   std::uint32_t drain_rx_buffer(Nanos now);
+  /// The slow receiver (rx_rate_mbps) drops at its buffer's end; otherwise
+  /// the engine stops taking frames from the port while the buffer is full.
+  bool drop_when_full() const { return cfg_.rx_buffer.rate_mbps != 0; }
   // Software PFC: our XOFF/XON from the buffer's backlog, and the pauses
   // the partner asked for.
   void run_pfc(Nanos now);
-  /// Sends a MAC control frame ahead of anything waiting: the MAC's own.
-  void send_mac_control(wire::ConstBytes frame);
+  /// Sends the pending PFC frame ahead of anything waiting (the MAC's
+  /// own); one the port cannot take stays pending, merged with later ones.
+  void send_pfc();
   std::uint8_t priority_of(const transport::Qp& qp) const;
   void send_raw(wire::ConstBytes frame);
   /// ARP for an IPv4 target, a Neighbor Solicitation for an IPv6 one.
@@ -187,13 +192,16 @@ class Engine {
 
   pfc::Counters pfc_counters_;
   bool hardware_pfc_ = false;
-  std::optional<pfc::PauseState> pause_;     ///< software PFC: what the partner paused
-  std::optional<pfc::PauseGenerator> xoff_;  ///< software PFC: our pauses
-  std::uint8_t paused_ = 0;                  ///< priorities paused this iteration
+  std::optional<pfc::PauseState> pause_;        ///< software PFC: what the partner paused
+  std::optional<pfc::PauseGenerator> xoff_;     ///< software PFC: our pauses
+  std::uint8_t paused_ = 0;                     ///< priorities paused this iteration
+  std::optional<pfc::PfcRequest> pfc_pending_;  ///< our PFC frame, not sent yet
+  Nanos last_now_ = 0;  ///< the loop's clock never goes back (callers' clocks race)
   std::uint8_t storms_logged_ = 0;
 
   struct Buffered {
     RxFrame frame;
+    std::uint32_t charge;  ///< bytes of buffer it holds (at least a share per frame)
     std::uint8_t priority;
   };
   bool buffered_rx_ = false;

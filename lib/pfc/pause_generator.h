@@ -32,6 +32,17 @@ struct PfcRequest {
   std::array<std::uint16_t, wire::kNumPriorities> class_time{};
 };
 
+/// Folds `later` into `pending`, a request not sent yet: later states of
+/// a priority replace earlier ones, other priorities stay as they were.
+/// A port then holds at most one PFC frame waiting, never XON behind XOFF.
+inline void merge(PfcRequest& pending, const PfcRequest& later) {
+  for (unsigned p = 0; p < wire::kNumPriorities; ++p) {
+    if (!(later.class_enable & (1u << p))) continue;
+    pending.class_enable |= static_cast<std::uint8_t>(1u << p);
+    pending.class_time[p] = later.class_time[p];
+  }
+}
+
 class PauseGenerator {
  public:
   PauseGenerator(const XoffConfig& cfg, Counters& counters);

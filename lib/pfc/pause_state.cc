@@ -64,7 +64,8 @@ std::uint8_t PauseState::paused(Nanos now) {
       end(p, until_[p]);
       continue;
     }
-    if (watchdog_.detection_ns != 0 && now - since_[p] >= watchdog_.detection_ns) {
+    if (watchdog_.detection_ns != 0 && now > since_[p] &&
+        now - since_[p] >= watchdog_.detection_ns) {
       end(p, now);
       storm_until_[p] = now + watchdog_.restoration_ns;
       counters_.pfc_storm_detected.add();

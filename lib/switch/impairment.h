@@ -44,6 +44,8 @@ class Impairment {
   void push(PacketPtr p, Nanos now, PacketPool& pool, std::vector<PacketPtr>& out);
   /// Appends the packets whose time has come to `out`.
   void release(Nanos now, std::vector<PacketPtr>& out);
+  /// Whether packets are held (delayed or held back).
+  bool holding() const { return held_ || !delayed_.empty(); }
   /// Drops everything held (the link went down).
   void clear(PacketPool& pool);
 

@@ -3,6 +3,8 @@
 
 #include <toml++/toml.h>
 
+#include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -31,7 +33,7 @@ struct Error {
 [[noreturn]] void fail(const std::string& what) { throw Error{what}; }
 
 std::optional<double> number(const std::string& s) {
-  if (s.empty()) return std::nullopt;
+  if (s.empty() || std::isspace(static_cast<unsigned char>(s[0]))) return std::nullopt;
   char* end = nullptr;
   const double v = std::strtod(s.c_str(), &end);
   if (*end != '\0' || !std::isfinite(v)) return std::nullopt;
@@ -58,10 +60,19 @@ double probability(const std::string& what, const std::string& text) {
 
 std::uint64_t integer(const std::string& what, const std::string& text) {
   char* end = nullptr;
+  errno = 0;
   const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || text[0] == '-')
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0])) || *end != '\0' ||
+      errno == ERANGE)
     fail(what + ": '" + text + "' is not a number");
   return v;
+}
+
+// KiB to bytes, refusing what would not fit (or make sense): up to 1 TiB.
+std::uint64_t kib(const std::string& what, double v) {
+  if (!(v >= 0) || v > static_cast<double>(std::uint64_t{1} << 30))
+    fail(what + ": must be between 0 and 1073741824 KiB");
+  return static_cast<std::uint64_t>(v * 1024);
 }
 
 std::uint64_t rate(const std::string& what, const std::string& text) {
@@ -76,8 +87,8 @@ std::uint64_t time_ns(const std::string& what, const std::string& text) {
   return *t;
 }
 
-// kmin=B,kmax=B,pmax=P: the ECN marking of the lossless queues, or of
-// queue 3 when there are none.
+// kmin=B,kmax=B,pmax=P: the ECN marking of every queue (the file can set
+// queues apart).
 void ecn_option(const std::string& text, SwitchOptions* o) {
   EcnConfig e;
   e.enabled = true;
@@ -131,7 +142,7 @@ class Toml {
     const toml::node* n = t.get(key);
     if (!n) return std::nullopt;
     if (auto i = n->value_exact<std::int64_t>()) return static_cast<double>(*i);
-    if (auto d = n->value_exact<double>()) return *d;
+    if (auto d = n->value_exact<double>(); d && std::isfinite(*d)) return *d;
     fail(where(path + key) + ": expected a number");
   }
   std::optional<std::uint64_t> uint(const toml::table& t, const std::string& path,
@@ -253,8 +264,10 @@ std::string apply_switch_toml(const std::string& text, const std::string& origin
       r.only(
           *t, "switch.",
           {"buffer_kb", "port_limit_kb", "scheduling", "aging_s", "seed", "control", "duration_s"});
-      if (auto v = r.uint(*t, "switch.", "buffer_kb")) c.buffer_bytes = *v * 1024;
-      if (auto v = r.uint(*t, "switch.", "port_limit_kb")) c.port_limit_bytes = *v * 1024;
+      if (auto v = r.uint(*t, "switch.", "buffer_kb"))
+        c.buffer_bytes = kib(r.where("switch.buffer_kb"), static_cast<double>(*v));
+      if (auto v = r.uint(*t, "switch.", "port_limit_kb"))
+        c.port_limit_bytes = kib(r.where("switch.port_limit_kb"), static_cast<double>(*v));
       if (auto v = r.str(*t, "switch.", "scheduling")) {
         if (*v == "strict") {
           c.scheduling = Scheduling::kStrict;
@@ -264,19 +277,23 @@ std::string apply_switch_toml(const std::string& text, const std::string& origin
           fail(r.where("switch.scheduling") + ": '" + *v + "' is not strict or dwrr");
         }
       }
-      if (auto v = r.uint(*t, "switch.", "aging_s")) c.aging_ns = *v * 1'000'000'000;
+      if (auto v = r.uint(*t, "switch.", "aging_s")) {
+        if (*v < 1 || *v > 1'000'000) fail(r.where("switch.aging_s") + ": must be 1 to 1000000");
+        c.aging_ns = *v * 1'000'000'000;
+      }
       if (auto v = r.uint(*t, "switch.", "seed")) c.seed = *v;
       if (auto v = r.str(*t, "switch.", "control")) o->control = *v;
-      if (auto v = r.num(*t, "switch.", "duration_s")) o->duration_s = *v;
+      if (auto v = r.num(*t, "switch.", "duration_s")) {
+        if (*v < 0) fail(r.where("switch.duration_s") + ": must be 0 or more");
+        o->duration_s = *v;
+      }
     }
     if (const auto* t = r.table(root, "", "ecn")) {
       r.only(*t, "ecn.", {"enabled", "kmin_kb", "kmax_kb", "pmax", "queues"});
       EcnConfig e;
       e.enabled = r.boolean(*t, "ecn.", "enabled").value_or(true);
-      if (auto v = r.num(*t, "ecn.", "kmin_kb"))
-        e.kmin_bytes = static_cast<std::uint64_t>(*v * 1024);
-      if (auto v = r.num(*t, "ecn.", "kmax_kb"))
-        e.kmax_bytes = static_cast<std::uint64_t>(*v * 1024);
+      if (auto v = r.num(*t, "ecn.", "kmin_kb")) e.kmin_bytes = kib(r.where("ecn.kmin_kb"), *v);
+      if (auto v = r.num(*t, "ecn.", "kmax_kb")) e.kmax_bytes = kib(r.where("ecn.kmax_kb"), *v);
       e.pmax = r.prob(*t, "ecn.", "pmax", e.pmax);
       if (e.kmax_bytes <= e.kmin_bytes) fail(r.where("ecn.kmax_kb") + ": must be above kmin_kb");
       const std::uint8_t queues = r.priority_mask(*t, "ecn.", "queues", 0xFF);
@@ -290,17 +307,26 @@ std::string apply_switch_toml(const std::string& text, const std::string& origin
       SwitchPfcConfig& p = c.pfc;
       p.enabled = r.boolean(*t, "pfc.", "enabled").value_or(true);
       p.lossless = r.priority_mask(*t, "pfc.", "priorities", p.lossless);
-      if (auto v = r.uint(*t, "pfc.", "xoff_kb")) p.xoff_bytes = *v * 1024;
+      if (auto v = r.uint(*t, "pfc.", "xoff_kb"))
+        p.xoff_bytes = kib(r.where("pfc.xoff_kb"), static_cast<double>(*v));
       p.xon_bytes = p.xoff_bytes / 2;
-      if (auto v = r.uint(*t, "pfc.", "xon_kb")) p.xon_bytes = *v * 1024;
+      if (auto v = r.uint(*t, "pfc.", "xon_kb"))
+        p.xon_bytes = kib(r.where("pfc.xon_kb"), static_cast<double>(*v));
       if (p.xon_bytes >= p.xoff_bytes) fail(r.where("pfc.xon_kb") + ": must be below xoff_kb");
-      if (auto v = r.uint(*t, "pfc.", "headroom_kb")) p.headroom_bytes = *v * 1024;
+      if (auto v = r.uint(*t, "pfc.", "headroom_kb"))
+        p.headroom_bytes = kib(r.where("pfc.headroom_kb"), static_cast<double>(*v));
       if (auto v = r.uint(*t, "pfc.", "quanta")) {
         if (*v < 1 || *v > 0xFFFF) fail(r.where("pfc.quanta") + ": must be between 1 and 65535");
         p.quanta = static_cast<std::uint16_t>(*v);
       }
-      if (auto v = r.uint(*t, "pfc.", "watchdog_ms")) p.watchdog.detection_ns = *v * 1'000'000;
-      if (auto v = r.uint(*t, "pfc.", "restoration_ms")) p.watchdog.restoration_ns = *v * 1'000'000;
+      if (auto v = r.uint(*t, "pfc.", "watchdog_ms")) {
+        if (*v > 60000) fail(r.where("pfc.watchdog_ms") + ": must be 0 to 60000");
+        p.watchdog.detection_ns = *v * 1'000'000;
+      }
+      if (auto v = r.uint(*t, "pfc.", "restoration_ms")) {
+        if (*v < 1 || *v > 60000) fail(r.where("pfc.restoration_ms") + ": must be 1 to 60000");
+        p.watchdog.restoration_ns = *v * 1'000'000;
+      }
     }
     if (const auto* t = r.table(root, "", "priority")) {
       r.only(*t, "priority.", {"trust", "dscp", "pcp"});
@@ -344,11 +370,13 @@ std::string apply_switch_toml(const std::string& text, const std::string& origin
         // This queue's own marking, over what [ecn] set for it.
         EcnConfig& e = c.queues[*q].ecn;
         if (auto v = r.boolean(*t, path, "ecn")) e.enabled = *v;
-        if (auto v = r.num(*t, path, "kmin_kb")) e.kmin_bytes = static_cast<std::uint64_t>(*v * 1024);
-        if (auto v = r.num(*t, path, "kmax_kb")) e.kmax_bytes = static_cast<std::uint64_t>(*v * 1024);
+        if (auto v = r.num(*t, path, "kmin_kb")) e.kmin_bytes = kib(r.where(path + "kmin_kb"), *v);
+        if (auto v = r.num(*t, path, "kmax_kb")) e.kmax_bytes = kib(r.where(path + "kmax_kb"), *v);
         e.pmax = r.prob(*t, path, "pmax", e.pmax);
-        if (e.kmax_bytes <= e.kmin_bytes) fail(r.where(path + "kmax_kb") + ": must be above kmin_kb");
-        if (auto v = r.uint(*t, path, "limit_kb")) c.queues[*q].limit_bytes = *v * 1024;
+        if (e.kmax_bytes <= e.kmin_bytes)
+          fail(r.where(path + "kmax_kb") + ": must be above kmin_kb");
+        if (auto v = r.uint(*t, path, "limit_kb"))
+          c.queues[*q].limit_bytes = kib(r.where(path + "limit_kb"), static_cast<double>(*v));
         if (auto v = r.uint(*t, path, "weight")) {
           if (*v < 1 || *v > 1000) fail(r.where(path + "weight") + ": must be between 1 and 1000");
           c.queues[*q].weight = static_cast<std::uint32_t>(*v);
@@ -449,7 +477,7 @@ std::string parse_switch_options(int argc, const char* const* argv, SwitchOption
       } else if (a == "--seed") {
         o->cfg.seed = integer(a, next());
       } else if (a == "--buffer-kb") {
-        o->cfg.buffer_bytes = integer(a, next()) * 1024;
+        o->cfg.buffer_bytes = kib(a, static_cast<double>(integer(a, next())));
       } else if (a == "--scheduling") {
         const std::string v = next();
         if (v != "strict" && v != "dwrr") fail("--scheduling: '" + v + "' is not strict or dwrr");

@@ -32,7 +32,8 @@ struct Switch::PortState {
   std::optional<pfc::PauseState> pause;     ///< what the link partner paused
   std::optional<pfc::PauseGenerator> xoff;  ///< our pauses of the partner
   std::uint8_t storms_logged = 0;
-  std::vector<engine::TxFrame> pending;  ///< frames the port refused, sent first
+  std::vector<engine::TxFrame> pending;        ///< frames the port refused, sent first
+  std::optional<pfc::PfcRequest> pfc_pending;  ///< PFC to send, ahead of anything
   PortCounters counters;
 };
 
@@ -80,6 +81,16 @@ bool Switch::link(std::uint16_t port) const { return ports_[port]->up; }
 
 const PortCounters& Switch::counters(std::uint16_t port) const { return ports_[port]->counters; }
 
+bool Switch::busy() const {
+  if (used_ != 0) return true;
+  for (const auto& st : ports_) {
+    if (!st->pending.empty() || st->pfc_pending || st->rx_impairment->holding() ||
+        st->tx_impairment->holding())
+      return true;
+  }
+  return false;
+}
+
 void Switch::set_link(std::uint16_t port, bool up) {
   PortState& st = *ports_[port];
   if (st.up == up) return;
@@ -99,6 +110,7 @@ void Switch::set_link(std::uint16_t port, bool up) {
   st.tx_impairment->clear(pool_);
   for (auto& f : st.pending) st.port->tx_free(f);
   st.pending.clear();
+  st.pfc_pending.reset();
   mac_.flush_port(port);
 }
 
@@ -112,7 +124,14 @@ std::uint32_t Switch::poll(Nanos now) {
   for (std::uint16_t i = 0; i < ports_.size(); ++i) {
     PortState& st = *ports_[i];
     if (st.xoff && st.up) {
-      if (const auto req = st.xoff->update(st.ingress_bytes, now)) send_pfc(st, *req);
+      if (const auto req = st.xoff->update(st.ingress_bytes, now)) {
+        if (st.pfc_pending) {
+          pfc::merge(*st.pfc_pending, *req);
+        } else {
+          st.pfc_pending = *req;
+        }
+      }
+      if (st.pfc_pending) send_pfc(st);
     }
     work += transmit(i, now);
   }
@@ -377,14 +396,20 @@ bool Switch::flush_pending(PortState& st) {
   return st.pending.empty();
 }
 
-void Switch::send_pfc(PortState& st, const pfc::PfcRequest& req) {
+void Switch::send_pfc(PortState& st) {
+  // The MAC's own frame goes ahead of anything waiting; one the port
+  // cannot take now stays pending (merged with later ones) and is tried
+  // again next time.
   engine::TxFrame f;
   if (!st.port->tx_alloc(wire::kMinFrameSize, f)) return;
+  const pfc::PfcRequest& req = *st.pfc_pending;
   f.length = static_cast<std::uint32_t>(
       wire::build_pfc_frame(f.room, st.port->mac(), req.class_enable, req.class_time));
-  // The MAC's own frame goes ahead of anything waiting.
-  if (st.pending.empty() && st.port->tx_burst(&f, 1) == 1) return;
-  st.pending.insert(st.pending.begin(), f);
+  if (st.port->tx_burst(&f, 1) == 1) {
+    st.pfc_pending.reset();
+  } else {
+    st.port->tx_free(f);
+  }
 }
 
 void Switch::write_stats(std::string& out) const {

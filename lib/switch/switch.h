@@ -129,6 +129,8 @@ class Switch {
   const PortCounters& counters(std::uint16_t port) const;
   /// Bytes held in the shared buffer.
   std::uint64_t buffer_used() const { return used_; }
+  /// Whether anything waits: in the buffer, a delay line, or for a port.
+  bool busy() const;
   /// "<scope> <counter> <value>" lines: scope portN, or portN.qQ.
   void write_stats(std::string& out) const;
 
@@ -143,7 +145,7 @@ class Switch {
   int pick(PortState& st, std::uint8_t paused);
   void unaccount(PortState& st, const Packet& p);
   void send_frames(PortState& st, std::vector<PacketPtr>& ready);
-  void send_pfc(PortState& st, const pfc::PfcRequest& req);
+  void send_pfc(PortState& st);
   bool flush_pending(PortState& st);
   void drop(PortState& st, Drop why, std::uint8_t prio);
 

@@ -136,6 +136,8 @@ TEST(Config, PfcTableAndSlowReceiverKnob) {
       {"[pfc]\nxoff_kb = 64\nxon_kb = 64", "pfc.xon_kb: must be below pfc.xoff_kb"},
       {"[pfc]\nquanta = 0", "pfc.quanta: must be between 1 and 65535"},
       {"[pfc]\nenable = true", "pfc.enable: unknown key"},
+      {"[fault]\nrx_buffer_kb = 256\n[pfc]\nenabled = true\nxoff_kb = 256",
+       "pfc.xoff_kb: must be below fault.rx_buffer_kb (256)"},
   };
   for (const auto& b : bad) {
     const auto e = parse(b.text);

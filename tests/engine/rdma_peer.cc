@@ -12,7 +12,7 @@
 //             [--expect-peer-death] [--hugepages] [--srq] [--ud] [--mtu N]
 //             [--pfc] [--pfc-watchdog-ms N] [--xoff-kb N] [--rx-rate MBPS]
 //             [--rx-buffer-kb N]
-//             [--priority-tag] [--vlan ID] [--ecn]
+//             [--priority-tag] [--vlan ID] [--ecn] [--timeout N]
 //
 // --pfc: PFC on priority 3 (the traffic's DSCP 26); --rx-rate and
 // --rx-buffer-kb make this end a slow receiver (fault.rx_rate_mbps).
@@ -77,6 +77,8 @@ Options parse(int argc, char** argv) {
       e.srq = true;
     } else if (a == "--ud") {
       o.ud = true;
+    } else if (a == "--timeout") {
+      e.timeout = static_cast<std::uint8_t>(std::stoul(next()));
     } else if (a == "--vlan") {
       e.vlan_id = static_cast<std::uint16_t>(std::stoul(next()));
     } else if (a == "--ecn") {

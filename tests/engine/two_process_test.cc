@@ -47,10 +47,15 @@ class VethPair {
           sh("ip link add " + if_a + " type veth peer name " + if_b) == 0 &&
           sh("ip link set " + if_a + " netns " + ns_a) == 0 &&
           sh("ip link set " + if_b + " netns " + ns_b) == 0 &&
+          sh("ip netns exec " + ns_a + " sysctl -qw net.ipv6.conf." + if_a + ".disable_ipv6=1") ==
+              0 &&
+          sh("ip netns exec " + ns_b + " sysctl -qw net.ipv6.conf." + if_b + ".disable_ipv6=1") ==
+              0 &&
           sh("ip -n " + ns_a + " link set " + if_a + " up") == 0 &&
           sh("ip -n " + ns_b + " link set " + if_b + " up") == 0;
     // No IP addresses on the veths: the addresses belong to uroce, and the
-    // kernel must not answer ARP or UDP for them.
+    // kernel must not answer ARP or UDP for them; no IPv6 either, whose
+    // router solicitations and MLD reports would land in uroce's buffers.
   }
   ~VethPair() {
     sh("ip netns pids " + ns_a + " 2>/dev/null | xargs -r kill -9 2>/dev/null");
@@ -182,14 +187,17 @@ TEST_F(Veth, PfcPausesTheSenderSoASlowReceiverDropsNothing) {
   for (int i = 0; i < 500 && sh("grep -q 'Capturing on' " + log) != 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   // A starved receiver (ctest runs tests side by side on two cores) may
-  // keep its backlog above xon for long: no watchdog in this test.
-  auto [a, b] =
-      run_pair("--pfc --pfc-watchdog-ms 0", "--pfc --xoff-kb 64 --rx-rate 300 --rx-buffer-kb 512");
+  // keep its backlog above xon for long: no watchdog in this test, and a
+  // local ACK timeout of 1 s (timeout 18), as lossless fabrics with deep
+  // queues use, so that a long pause is not taken for a loss.
+  auto [a, b] = run_pair("--pfc --pfc-watchdog-ms 0 --timeout 18",
+                         "--pfc --xoff-kb 64 --rx-rate 300 --rx-buffer-kb 512 --timeout 18");
   // libpcap hands over a block when its 250 ms timeout passes: wait it out.
   std::this_thread::sleep_for(std::chrono::milliseconds(700));
   sh("kill -INT $(cat " + dir_.path() + "/dumpcap.pid); sleep 0.5");
   ASSERT_EQ(a.status, 0) << a.output;
   ASSERT_EQ(b.status, 0) << b.output;
+  EXPECT_EQ(a.stats["rx_buffer_dropped"], 0u);
   EXPECT_EQ(b.stats["rx_buffer_dropped"], 0u);
   EXPECT_EQ(a.stats["completer_retry_err"], 0u) << "no go-back-N";
   EXPECT_EQ(b.stats["out_of_seq_request"], 0u);
@@ -298,8 +306,8 @@ TEST_F(Veth, WithoutPfcASlowReceiverDropsAndTheSenderRetransmits) {
 }
 
 // A PFC storm: something on b's side of the link sends XOFF for priority
-// 3 every millisecond, forever. a's watchdog declares a storm after
-// 200 ms, ignores the pauses for 200 ms, and the transfer finishes.
+// 3 every 200 us, forever. a's watchdog declares a storm, ignores the
+// pauses for 200 ms, and the transfer finishes.
 TEST_F(Veth, APfcStormTripsTheWatchdogAndTrafficResumes) {
   std::atomic<bool> stop{false};
   std::atomic<int> sent{0};
@@ -323,13 +331,18 @@ TEST_F(Veth, APfcStormTripsTheWatchdogAndTrafficResumes) {
     while (!stop) {
       if (sendto(fd, frame, sizeof(frame), 0, reinterpret_cast<sockaddr*>(&to), sizeof(to)) > 0)
         ++sent;
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
     close(fd);
   });
   for (int i = 0; i < 100 && sent == 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  auto [a, b] = run_pair("--pfc", "--pfc");
+  // A 1 s local ACK timeout: under a 200 ms storm the default 67 ms
+  // would count retries the machine's load may not let progress reset.
+  // Detection after 50 ms: on a loaded machine the storm thread itself may
+  // miss its turn for longer than a pause lasts (3.4 ms at 10 Gb/s), which
+  // breaks the pause, and a shorter window is likelier to see it unbroken.
+  auto [a, b] = run_pair("--pfc --timeout 18 --pfc-watchdog-ms 50", "--pfc --timeout 18");
   stop = true;
   storm.join();
   ASSERT_GT(sent.load(), 0) << "the storm could not be sent";

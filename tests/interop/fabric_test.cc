@@ -166,8 +166,9 @@ TEST_F(Fabric, ABottleneckWithPfcPausesTheSenderAndDropsNothing) {
   // The hosts honour PFC; no watchdog, since a starved test machine may
   // keep a legitimate pause going for long.
   const std::string pfc = "UROCE_PFC_ENABLED=true UROCE_PFC_WATCHDOG_MS=0";
-  run_pair(pfc, pfc, "ib_write_bw -d uroce0 -x 1 -s 65536 -n 1000 --report_gbits",
-           "ib_write_bw -d uroce0 -x 1 -s 65536 -n 1000 --report_gbits", "write_bw");
+  // -u 18: a 1 s local ACK timeout, so that a long pause is not a loss.
+  run_pair(pfc, pfc, "ib_write_bw -d uroce0 -x 1 -s 65536 -n 1000 -u 18 --report_gbits",
+           "ib_write_bw -d uroce0 -x 1 -s 65536 -n 1000 -u 18 --report_gbits", "write_bw");
   std::this_thread::sleep_for(700ms);  // libpcap's last block
   capture.interrupt();
   capture.wait(20s);
@@ -204,8 +205,8 @@ TEST_F(Fabric, TheReceiversPfcStopsTheSwitchWhichStopsTheSender) {
   const std::string pfc = "UROCE_PFC_ENABLED=true UROCE_PFC_WATCHDOG_MS=0";
   run_pair(pfc,
            pfc + " UROCE_PFC_XOFF_KB=64 UROCE_FAULT_RX_RATE_MBPS=300 UROCE_FAULT_RX_BUFFER_KB=512",
-           "ib_write_bw -d uroce0 -x 1 -s 65536 -n 1000 --report_gbits",
-           "ib_write_bw -d uroce0 -x 1 -s 65536 -n 1000 --report_gbits", "write_bw");
+           "ib_write_bw -d uroce0 -x 1 -s 65536 -n 1000 -u 18 --report_gbits",
+           "ib_write_bw -d uroce0 -x 1 -s 65536 -n 1000 -u 18 --report_gbits", "write_bw");
   auto sw = stop_switch();
   auto h1 = host_counters(1), h2 = host_counters(2);
   EXPECT_GT(h2["pfc.tx_prio3_pause"], 0u);

@@ -149,6 +149,29 @@ TEST(PauseState, PausesWithBreaksAreNoStorm) {
   EXPECT_EQ(c.pfc_storm_detected.get(), 0u);
 }
 
+TEST(PauseState, AnOlderClockReadingIsNoStorm) {
+  Counters c;
+  PauseState s(1u << 3, 10000, {200 * kMs, 200 * kMs}, c);
+  s.on_frame(pfc_frame(1u << 3, 3, 0xFFFF), 10 * kMs);
+  // Another thread read the clock before this frame arrived.
+  EXPECT_EQ(s.paused(9 * kMs), 1u << 3);
+  EXPECT_EQ(c.pfc_storm_detected.get(), 0u);
+}
+
+TEST(PauseGenerator, MergeKeepsTheLatestStateOfEachPriority) {
+  PfcRequest pending;
+  pending.class_enable = 1u << 3 | 1u << 4;
+  pending.class_time[3] = 0xFFFF;
+  pending.class_time[4] = 0xFFFF;
+  PfcRequest later;
+  later.class_enable = 1u << 3;
+  later.class_time[3] = 0;  // XON for 3 after the XOFF not sent yet
+  merge(pending, later);
+  EXPECT_EQ(pending.class_enable, 1u << 3 | 1u << 4);
+  EXPECT_EQ(pending.class_time[3], 0u);
+  EXPECT_EQ(pending.class_time[4], 0xFFFFu);
+}
+
 TEST(PauseGenerator, XoffAtTheThresholdRefreshWhileHighXonBelowXon) {
   Counters c;
   XoffConfig cfg;

@@ -124,7 +124,10 @@ Info Endpoint::connect(const Info& extra) {
   if (!gid) fail("bad peer address " + o_.peer);
   Remote remote{*gid, static_cast<std::uint32_t>(peer["qpn"]),
                 static_cast<std::uint32_t>(peer["psn"])};
-  if (int rc = qp_->connect(remote); rc != 0) fail("RC connect: " + std::string(std::strerror(rc)));
+  ConnectOptions co;
+  co.timeout = o_.timeout;
+  if (int rc = qp_->connect(remote, co); rc != 0)
+    fail("RC connect: " + std::string(std::strerror(rc)));
   if (int rc = ud_->connect({}); rc != 0) fail("UD connect: " + std::string(std::strerror(rc)));
   int err = 0;
   peer_ah_ = pd_->create_ah(*gid, 1, &err);

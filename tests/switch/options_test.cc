@@ -76,6 +76,10 @@ TEST(SwitchOptions, ErrorsNameTheOption) {
       {{"--port", "a", "--port", "b", "--delay", "soon"}, "--delay: 'soon' is not a time"},
       {{"--port", "a", "--port", "b", "--frobnicate"}, "unknown option --frobnicate"},
       {{"--port", "a", "--port", "b", "--scheduling", "fifo"}, "--scheduling: 'fifo'"},
+      {{"--port", "a", "--port", "b", "--seed", " -1"}, "--seed: ' -1' is not a number"},
+      {{"--port", "a", "--port", "b", "--seed", "+5"}, "--seed: '+5' is not a number"},
+      {{"--port", "a", "--port", "b", "--buffer-kb", "18014398509481984"}, "KiB"},
+      {{"--port", "a", "--port", "b", "--seed", "99999999999999999999999"}, "is not a number"},
   };
   for (const auto& c : cases) {
     SwitchOptions o;
@@ -171,6 +175,10 @@ TEST(SwitchOptions, FileErrorsNameTheKey) {
       {"[priority]\ndscp = { \"70\" = 1 }", "priority.dscp.70: DSCP is 0 to 63"},
       {"[[queue]]\nweight = 2", "queue[0].priority: required"},
       {"[wat]\nx = 1", "sw.toml: wat: unknown key"},
+      {"[ecn]\npmax = nan", "sw.toml: ecn.pmax: expected a number"},
+      {"[ecn]\nkmin_kb = -5", "sw.toml: ecn.kmin_kb: must be between 0"},
+      {"[switch]\nduration_s = -1", "sw.toml: switch.duration_s: must be 0 or more"},
+      {"[switch]\nbuffer_kb = 18014398509481984", "switch.buffer_kb: must be between"},
       {"[switch\n", "sw.toml:1:"},
   };
   for (const auto& c : cases) {
