@@ -337,9 +337,10 @@ std::string apply_switch_toml(const std::string& text, const std::string& origin
       }
       if (const auto* d = r.table(*t, "priority.", "dscp")) {
         for (const auto& [k, v] : *d) {
-          const std::string key = "priority.dscp." + std::string(k.str());
+          const std::string name(k.str());
+          const std::string key = "priority.dscp." + name;
           char* end = nullptr;
-          const long dscp = std::strtol(std::string(k.str()).c_str(), &end, 10);
+          const long dscp = std::strtol(name.c_str(), &end, 10);
           const auto prio = v.value_exact<std::int64_t>();
           if (*end != '\0' || dscp < 0 || dscp > 63) fail(r.where(key) + ": DSCP is 0 to 63");
           if (!prio || *prio < 0 || *prio > 7) fail(r.where(key) + ": priority is 0 to 7");
