@@ -5,9 +5,10 @@
 # rate and switch queue depth over time.
 #
 #   scripts/scenario.sh incast [--senders N] [--rate RATE] [--seconds S]
-#                              [--no-ecn] [--pfc] [--out DIR]
+#                              [--no-ecn] [--pfc] [--dcqcn] [--out DIR]
 #       N senders write into one receiver behind a RATE bottleneck (the
-#       switch port toward the receiver) that marks ECN like a RED queue.
+#       switch port toward the receiver) that marks ECN like a RED queue;
+#       --dcqcn turns on uroce's congestion control at every host.
 #   scripts/scenario.sh lossy  [--loss P] [--seconds S] [--out DIR]
 #       One flow through a switch that loses, duplicates, reorders and
 #       delays frames.
@@ -30,6 +31,7 @@ rate=100mbit
 seconds=10
 ecn=1
 pfc=0
+dcqcn=0
 loss=0.01
 out=
 while [[ $# -gt 0 ]]; do
@@ -39,6 +41,7 @@ while [[ $# -gt 0 ]]; do
     --seconds) seconds=$2; shift 2 ;;
     --no-ecn) ecn=0; shift ;;
     --pfc) pfc=1; shift ;;
+    --dcqcn) dcqcn=1; shift ;;
     --loss) loss=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     *) sed -n '3,20p' "$0" >&2; exit 2 ;;
@@ -68,7 +71,7 @@ switch_args=(--stats-file "$out/switch.csv" --stats-interval 100)
 case $scenario in
   incast)
     switch_args+=(--rate "$((receiver - 1))=$rate")
-    [[ $ecn == 1 ]] && switch_args+=(--ecn kmin=40000,kmax=400000,pmax=0.1)
+    [[ $ecn == 1 ]] && switch_args+=(--ecn "${ECN:-kmin=10000,kmax=100000,pmax=0.2}")
     [[ $pfc == 1 ]] && switch_args+=(--pfc)
     ;;
   lossy)
@@ -89,6 +92,20 @@ done
 
 env_common=()
 [[ $ecn == 1 && $scenario == incast ]] && env_common+=(UROCE_DEVICE0_ECN=true)
+if [[ $dcqcn == 1 ]]; then
+  # DCQCN's defaults are ConnectX's, made for microsecond round trips at
+  # 25-100 Gb/s. Here the bottleneck carries 100 Mb/s and a queue's worth
+  # of round trip is milliseconds: the timers and steps are scaled to
+  # match (docs/congestion-control.md).
+  env_common+=(UROCE_DCQCN_ENABLED=true
+    UROCE_DCQCN_RPG_TIME_RESET="${DCQCN_TIME_RESET_US:-50000}"
+    UROCE_DCQCN_RPG_BYTE_RESET="${DCQCN_BYTE_RESET:-10000000}"
+    UROCE_DCQCN_RPG_AI_RATE="${DCQCN_AI_MBPS:-1}"
+    UROCE_DCQCN_RPG_HAI_RATE="${DCQCN_HAI_MBPS:-5}"
+    UROCE_DCQCN_RATE_REDUCE_MONITOR_PERIOD="${DCQCN_MONITOR_US:-1000}"
+    UROCE_DCQCN_MIN_TIME_BETWEEN_CNPS="${DCQCN_CNP_US:-500}"
+    UROCE_DCQCN_DCE_TCP_RTT="${DCQCN_ALPHA_US:-1000}")
+fi
 if [[ $pfc == 1 ]]; then
   env_common+=(UROCE_PFC_ENABLED=true)
   # At lab rates a legitimate pause lasts far longer than at 100 Gb/s
@@ -164,19 +181,21 @@ stat() {  # FILE SCOPE.COUNTER: summed over the file's lines
 sw() { awk -v k="$1" '$1 == "switch" && $2 "." $3 == k { s += $4 } END { print s + 0 }' "$out/switch.log"; }
 {
   case $scenario in
-    incast) what="bottleneck $rate, ECN $([[ $ecn == 1 ]] && echo on || echo off), PFC $([[ $pfc == 1 ]] && echo on || echo off)" ;;
+    incast) what="bottleneck $rate, ECN $([[ $ecn == 1 ]] && echo on || echo off), PFC $([[ $pfc == 1 ]] && echo on || echo off), DCQCN $([[ $dcqcn == 1 ]] && echo on || echo off)" ;;
     lossy) what="loss $loss, duplication 0.002, reordering 0.005, delay 100us+50us" ;;
     pfc-storm) what="bottleneck $rate, PFC on, XOFF forever from the receiver's link after 1 s" ;;
   esac
   echo "scenario: $scenario ($senders sender(s), ${seconds} s, $what)"
-  printf '%-8s %12s %14s %12s\n' flow "Gb/s" go-back-N "CE seen"
+  printf '%-8s %12s %10s %10s %8s %8s\n' flow "Gb/s" go-back-N "CE seen" CNPs cuts
   rates=()
   for i in $(seq 1 "$senders"); do
     r=$(awk '/#bytes/ { getline; print $4; exit }' "$out/sender$i.log")
     rates+=("${r:-0}")
-    printf '%-8s %12s %14s %12s\n' "h$i" "${r:-fail}" \
+    printf '%-8s %12s %10s %10s %8s %8s\n' "h$i" "${r:-fail}" \
       "$(stat "$out/sender$i.stats" port.completer_retry_err)" \
-      "$(stat "$out/server$i.stats" port.np_ecn_marked_roce_packets)"
+      "$(stat "$out/server$i.stats" port.np_ecn_marked_roce_packets)" \
+      "$(stat "$out/server$i.stats" port.np_cnp_sent)" \
+      "$(stat "$out/sender$i.stats" port.rp_cnp_handled)"
   done
   printf '%s\n' "${rates[@]}" | awk '{ s += $1; q += $1 * $1; n++ }
     END { printf "total %.2f Gb/s, Jain fairness %.3f\n", s, (q > 0 ? s * s / (n * q) : 0) }'

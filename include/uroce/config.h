@@ -68,6 +68,35 @@ struct PfcSettings {
   std::uint32_t restoration_ms = 200;
 };
 
+/// DCQCN congestion control of every device (docs/congestion-control.md):
+/// RoCE leaves ECN-capable, CE marks are answered with CNPs (notification
+/// point) and CNPs cut the QP's rate (reaction point). The parameters
+/// carry ConnectX firmware's names and defaults.
+struct DcqcnSettings {
+  bool enabled = false;
+  std::uint8_t rp_priorities = 1u << 3;  ///< reaction point on these priorities
+  std::uint8_t np_priorities = 1u << 3;  ///< notification point on these
+  std::uint32_t rpg_time_reset_us = 300;
+  std::uint32_t rpg_byte_reset = 32767;
+  std::uint32_t rpg_threshold = 1;
+  std::uint32_t rpg_ai_rate_mbps = 5;
+  std::uint32_t rpg_hai_rate_mbps = 50;
+  std::uint32_t rpg_gd = 11;
+  std::uint32_t rpg_min_dec_fac = 50;
+  std::uint32_t rpg_min_rate_mbps = 1;
+  std::uint32_t rpg_max_rate_mbps = 0;
+  std::uint32_t rate_to_set_on_first_cnp_mbps = 0;
+  bool clamp_tgt_rate = false;
+  bool clamp_tgt_rate_after_time_inc = true;
+  std::uint32_t dce_tcp_g = 1019;
+  std::uint32_t dce_tcp_rtt_us = 55;
+  std::uint32_t initial_alpha_value = 1023;
+  std::uint32_t rate_reduce_monitor_period_us = 4;
+  std::uint32_t min_time_between_cnps_us = 4;
+  std::uint8_t cnp_dscp = 48;
+  std::uint8_t cnp_802p_prio = 6;
+};
+
 struct Config {
   std::vector<DeviceConfig> devices;
   std::vector<std::string> eal_args;  ///< extra EAL arguments
@@ -75,6 +104,7 @@ struct Config {
   std::string log_level = "warn";  ///< trace, debug, info, warn, error, off
   FaultSettings fault;
   PfcSettings pfc;
+  DcqcnSettings dcqcn;
 };
 
 /// The result of loading: a configuration, or an error that names the key.

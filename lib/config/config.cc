@@ -83,14 +83,15 @@ void apply_env(toml::table& root, const std::vector<std::string>& env,
       origin["log.level"] = name;
       continue;
     }
-    for (const std::string table : {"EAL", "LOG", "FAULT", "PFC"}) {
+    for (const std::string table : {"EAL", "LOG", "FAULT", "PFC", "DCQCN"}) {
       const std::string prefix = "UROCE_" + table + "_";
       if (name.rfind(prefix, 0) != 0) continue;
       const std::string key = lower(name.substr(prefix.size()));
       toml::table& t = subtable(root, lower(table));
       if (table == "EAL" && key == "args") {
         t.insert_or_assign(key, split_list(value, ' '));
-      } else if (table == "PFC" && key == "priorities") {
+      } else if ((table == "PFC" && key == "priorities") ||
+                 (table == "DCQCN" && (key == "rp_priorities" || key == "np_priorities"))) {
         toml::array a;  // "3,4"
         std::stringstream ss(value);
         for (std::string item; std::getline(ss, item, ',');) {
@@ -232,7 +233,7 @@ IpPrefix parse_prefix(const Reader& r, const std::string& key, const std::string
 }
 
 Config build(const toml::table& root, const Reader& r) {
-  r.only(root, "", {"device", "eal", "log", "fault", "pfc"});
+  r.only(root, "", {"device", "eal", "log", "fault", "pfc", "dcqcn"});
   Config c;
   if (const toml::node* d = root.get("device")) {
     const toml::array* devs = d->as_array();
@@ -334,6 +335,73 @@ Config build(const toml::table& root, const Reader& r) {
                                        "), the receive buffer it leaves headroom in");
     p.watchdog_ms = r.number<std::uint32_t>(*t, "pfc.", "watchdog_ms", 200, 0, 60000);
     p.restoration_ms = r.number<std::uint32_t>(*t, "pfc.", "restoration_ms", 200, 1, 60000);
+  }
+  if (const toml::node* n = root.get("dcqcn")) {
+    const toml::table* t = n->as_table();
+    if (!t) fail(r.where("dcqcn"), "must be a table");
+    r.only(*t, "dcqcn.",
+           {"enabled",
+            "rp_priorities",
+            "np_priorities",
+            "rpg_time_reset",
+            "rpg_byte_reset",
+            "rpg_threshold",
+            "rpg_ai_rate",
+            "rpg_hai_rate",
+            "rpg_gd",
+            "rpg_min_dec_fac",
+            "rpg_min_rate",
+            "rpg_max_rate",
+            "rate_to_set_on_first_cnp",
+            "clamp_tgt_rate",
+            "clamp_tgt_rate_after_time_inc",
+            "dce_tcp_g",
+            "dce_tcp_rtt",
+            "initial_alpha_value",
+            "rate_reduce_monitor_period",
+            "min_time_between_cnps",
+            "cnp_dscp",
+            "cnp_802p_prio"});
+    DcqcnSettings& d = c.dcqcn;
+    const std::string P = "dcqcn.";
+    auto u32 = [&](const char* key, std::uint32_t dflt, std::uint32_t lo, std::uint32_t hi) {
+      return r.number<std::uint32_t>(*t, P, key, dflt, lo, hi);
+    };
+    auto mask = [&](const char* key, std::uint8_t dflt) -> std::uint8_t {
+      const toml::node* pr = t->get(key);
+      if (!pr) return dflt;
+      const toml::array* a = pr->as_array();
+      if (!a) fail(r.where(P + key), "expected a list of priorities, like [3]");
+      std::uint8_t m = 0;
+      for (const auto& e : *a) {
+        const auto v = e.value_exact<std::int64_t>();
+        if (!v || *v < 0 || *v > 7) fail(r.where(P + key), "priorities are 0 to 7");
+        m |= static_cast<std::uint8_t>(1u << *v);
+      }
+      return m;
+    };
+    d.enabled = r.boolean(*t, P, "enabled", false);
+    d.rp_priorities = mask("rp_priorities", d.rp_priorities);
+    d.np_priorities = mask("np_priorities", d.np_priorities);
+    d.rpg_time_reset_us = u32("rpg_time_reset", 300, 1, 10'000'000);
+    d.rpg_byte_reset = u32("rpg_byte_reset", 32767, 0, 1u << 30);
+    d.rpg_threshold = u32("rpg_threshold", 1, 1, 1000);
+    d.rpg_ai_rate_mbps = u32("rpg_ai_rate", 5, 0, 400000);
+    d.rpg_hai_rate_mbps = u32("rpg_hai_rate", 50, 0, 400000);
+    d.rpg_gd = u32("rpg_gd", 11, 10, 20);
+    d.rpg_min_dec_fac = u32("rpg_min_dec_fac", 50, 1, 100);
+    d.rpg_min_rate_mbps = u32("rpg_min_rate", 1, 1, 400000);
+    d.rpg_max_rate_mbps = u32("rpg_max_rate", 0, 0, 400000);
+    d.rate_to_set_on_first_cnp_mbps = u32("rate_to_set_on_first_cnp", 0, 0, 400000);
+    d.clamp_tgt_rate = r.boolean(*t, P, "clamp_tgt_rate", false);
+    d.clamp_tgt_rate_after_time_inc = r.boolean(*t, P, "clamp_tgt_rate_after_time_inc", true);
+    d.dce_tcp_g = u32("dce_tcp_g", 1019, 0, 1023);
+    d.dce_tcp_rtt_us = u32("dce_tcp_rtt", 55, 1, 1'000'000);
+    d.initial_alpha_value = u32("initial_alpha_value", 1023, 0, 1024);
+    d.rate_reduce_monitor_period_us = u32("rate_reduce_monitor_period", 4, 0, 1'000'000);
+    d.min_time_between_cnps_us = u32("min_time_between_cnps", 4, 0, 1'000'000);
+    d.cnp_dscp = r.number<std::uint8_t>(*t, P, "cnp_dscp", 48, 0, 63);
+    d.cnp_802p_prio = r.number<std::uint8_t>(*t, P, "cnp_802p_prio", 6, 0, 7);
   }
   return c;
 }

@@ -8,6 +8,7 @@
 #include "log/log.h"
 #include "pfc/classify.h"
 #include "wire/arp.h"
+#include "wire/cnp.h"
 #include "wire/icmp.h"
 #include "wire/icrc.h"
 #include "wire/mac_control.h"
@@ -430,6 +431,12 @@ void Engine::send_raw(ConstBytes frame) {
   }
   f.length = len;
   transmit_frames(&f, 1);
+}
+
+void Engine::send_cnp(const wire::RoceRoute& route, std::uint32_t dest_qp) {
+  std::uint8_t frame[128];
+  const std::size_t n = wire::build_cnp_frame(frame, route, dest_qp, ++ip_id_);
+  if (n != 0) send_raw(ConstBytes(frame, n));
 }
 
 void Engine::send_arp_request(const wire::IpAddr& target) {

@@ -113,6 +113,10 @@ class Engine {
     for (const transport::Qp* qp : order_) fn(*qp);
   }
 
+  /// Sends a CNP along `route` to the peer's QP `dest_qp` (DCQCN's
+  /// notification point). Engine thread only: called from a QP's receive.
+  void send_cnp(const wire::RoceRoute& route, std::uint32_t dest_qp);
+
   bool is_local(const wire::IpAddr& ip) const;
   const EngineCounters& counters() const { return counters_; }
   const pfc::Counters& pfc_counters() const { return pfc_counters_; }

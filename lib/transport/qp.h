@@ -107,6 +107,8 @@ class Qp {
   QpType type() const { return type_; }
   QpState state() const { return state_.load(std::memory_order_acquire); }
   const QpAttr& attr() const { return attr_; }
+  /// The transmit gate congestion control installed, if any.
+  const TxGate* gate() const { return gate_; }
   const Counters& counters() const { return counters_; }
 
   /// Moves the QP through the IBA state machine (IBA 10.3.1, the kernel's

@@ -107,6 +107,31 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c, st
   ec.ud_priority = tagged ? dc.pcp : pfc::dscp_priority(dc.dscp);
   ec.vlan_id = dc.vlan_id;
   d->engine_ = std::make_unique<engine::Engine>(*d->port_, ec);
+  d->dcqcn_ = c.dcqcn;
+  if (c.dcqcn.enabled) {
+    const DcqcnSettings& s = c.dcqcn;
+    cc::DcqcnParams& p = d->dcqcn_params_;
+    p.rpg_time_reset_us = s.rpg_time_reset_us;
+    p.rpg_byte_reset = s.rpg_byte_reset;
+    p.rpg_threshold = s.rpg_threshold;
+    p.rpg_ai_rate_mbps = s.rpg_ai_rate_mbps;
+    p.rpg_hai_rate_mbps = s.rpg_hai_rate_mbps;
+    p.rpg_gd = s.rpg_gd;
+    p.rpg_min_dec_fac = s.rpg_min_dec_fac;
+    p.rpg_min_rate_mbps = s.rpg_min_rate_mbps;
+    p.rpg_max_rate_mbps = s.rpg_max_rate_mbps;
+    p.rate_to_set_on_first_cnp_mbps = s.rate_to_set_on_first_cnp_mbps;
+    p.clamp_tgt_rate = s.clamp_tgt_rate;
+    p.clamp_tgt_rate_after_time_inc = s.clamp_tgt_rate_after_time_inc;
+    p.dce_tcp_g = s.dce_tcp_g;
+    p.dce_tcp_rtt_us = s.dce_tcp_rtt_us;
+    p.initial_alpha_value = s.initial_alpha_value;
+    p.rate_reduce_monitor_period_us = s.rate_reduce_monitor_period_us;
+    p.min_time_between_cnps_us = s.min_time_between_cnps_us;
+    p.cnp_dscp = s.cnp_dscp;
+    p.cnp_802p_prio = s.cnp_802p_prio;
+    d->np_.emplace(p);
+  }
   d->link_was_up_ = d->port_->link_up();
   Device* self = d.get();
   d->poller_ = std::make_unique<engine::PollThread>(*d->engine_, [self] {
@@ -208,7 +233,11 @@ void Device::write_stats(std::string& out) {
       total[i] += qp.counters().get(static_cast<transport::Counter>(i));
   });
   for (std::size_t i = 0; i < total.size(); ++i)
-    out += "port " + std::string(transport::kCounterNames[i]) + " " + std::to_string(total[i]) + "\n";
+    out +=
+        "port " + std::string(transport::kCounterNames[i]) + " " + std::to_string(total[i]) + "\n";
+  out += "port np_cnp_sent " + std::to_string(cc_counters_.np_cnp_sent.get()) + "\n";
+  out += "port rp_cnp_handled " + std::to_string(cc_counters_.rp_cnp_handled.get()) + "\n";
+  out += "port rp_cnp_ignored " + std::to_string(cc_counters_.rp_cnp_ignored.get()) + "\n";
   engine_->for_each_qp([&](const transport::Qp& qp) {
     char scope[16];
     std::snprintf(scope, sizeof(scope), "qp:%06x", qp.qpn());
@@ -216,7 +245,40 @@ void Device::write_stats(std::string& out) {
       out += std::string(scope) + " " + std::string(transport::kCounterNames[i]) + " " +
              std::to_string(qp.counters().get(static_cast<transport::Counter>(i))) + "\n";
     }
+    // DCQCN's state of the QP: current and target rate, alpha.
+    if (const auto* cc = dynamic_cast<const cc::QpCongestion*>(qp.gate())) {
+      out += std::string(scope) + " dcqcn_rate_mbps " + std::to_string(cc->rate_bps() / 1'000'000) +
+             "\n";
+      out += std::string(scope) + " dcqcn_target_mbps " +
+             std::to_string(cc->target_bps() / 1'000'000) + "\n";
+      out += std::string(scope) + " dcqcn_alpha_x1024 " +
+             std::to_string(static_cast<unsigned>(cc->alpha() * 1024)) + "\n";
+    }
   });
+}
+
+std::unique_ptr<cc::QpCongestion> Device::make_congestion(const transport::Qp* const* qp) {
+  if (!np_) return nullptr;
+  // RP and NP by priority, as mlx5's ecn/roce_rp/enable/N and
+  // roce_np/enable/N: the priority of the device's RoCE traffic.
+  const bool tagged = cfg_.priority_tag || cfg_.vlan_id != 0;
+  const unsigned prio = tagged ? cfg_.pcp : pfc::dscp_priority(cfg_.dscp);
+  const std::uint64_t line =
+      std::uint64_t{port_->speed_mbps() != 0 ? port_->speed_mbps() : 10000} * 1'000'000;
+  const std::uint8_t cnp_dscp = dcqcn_.cnp_dscp;
+  const std::uint8_t cnp_prio = dcqcn_.cnp_802p_prio;
+  engine::Engine* engine = engine_.get();
+  return std::make_unique<cc::QpCongestion>(dcqcn_params_, line, dcqcn_.rp_priorities >> prio & 1,
+                                            dcqcn_.np_priorities >> prio & 1, *np_, cc_counters_,
+                                            [engine, qp, cnp_dscp, cnp_prio] {
+                                              // Toward the QP's peer, on the CNP's own DSCP and
+                                              // priority.
+                                              wire::RoceRoute r = (*qp)->attr().route;
+                                              r.dscp = cnp_dscp;
+                                              r.pcp = cnp_prio;
+                                              r.ecn = wire::Ecn::kNotEct;
+                                              engine->send_cnp(r, (*qp)->attr().dest_qp_num);
+                                            });
 }
 
 void Device::retire_qp_counters(const transport::Counters& c) {
@@ -256,7 +318,8 @@ int Device::resolve(const AddressVector& av, std::uint32_t src_qpn, std::uint32_
   out->vlan = cfg_.priority_tag || cfg_.vlan_id != 0;
   out->vid = cfg_.vlan_id;
   out->pcp = cfg_.pcp;
-  out->ecn = cfg_.ecn ? wire::Ecn::kEct0 : wire::Ecn::kNotEct;
+  // DCQCN needs ECN-capable packets for switches to mark.
+  out->ecn = cfg_.ecn || dcqcn_.enabled ? wire::Ecn::kEct0 : wire::Ecn::kNotEct;
   out->hop_limit = av.hop_limit ? av.hop_limit : 64;
   out->flow_label = av.flow_label;
   out->udp_sport = wire::roce_udp_sport(src_qpn, dst_qpn);

@@ -7,11 +7,13 @@
 #include <array>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "cc/qp_congestion.h"
 #include "dpdk/dpdk_port.h"
 #include "engine/engine.h"
 #include "engine/poll_thread.h"
@@ -71,6 +73,11 @@ class Device {
   const std::vector<wire::IpAddr>& gids() const { return gids_; }
 
   engine::Engine& engine() { return *engine_; }
+
+  /// DCQCN for a new QP, or null when congestion control is off: its
+  /// gate and observer go into the QP's QpInit.
+  std::unique_ptr<cc::QpCongestion> make_congestion(const transport::Qp* const* qp);
+  const cc::Counters& cc_counters() const { return cc_counters_; }
   engine::PollThread& progress() { return *poller_; }
   MrTable& mrs() { return mrs_; }
 
@@ -104,6 +111,10 @@ class Device {
  private:
   Device() = default;
   DeviceConfig cfg_;
+  DcqcnSettings dcqcn_;
+  cc::DcqcnParams dcqcn_params_;
+  std::optional<cc::NotificationPoint> np_;  ///< engine thread only
+  cc::Counters cc_counters_;
   DeviceAttr attr_;
   std::vector<wire::IpAddr> gids_;
   std::unique_ptr<dpdk::DpdkPort> port_;

@@ -47,7 +47,14 @@ int QueuePair::create(Device& dev, PdId pd, const QpCaps& caps, transport::Cq* s
   init.memory = &q->memory_;
   init.events = events;
   init.port_mtu = dev.port_attr().active_mtu;
+  q->cc_ = dev.make_congestion(&q->qp_raw_);
+  if (q->cc_ && caps.type != QpType::kUd) {
+    // UD datagrams go to many peers: no per-QP rate for them.
+    init.gate = q->cc_.get();
+    init.congestion = q->cc_.get();
+  }
   q->qp_ = std::make_unique<transport::Qp>(init);
+  q->qp_raw_ = q->qp_.get();
   dev.engine().attach(*q->qp_);
   *out = std::move(q);
   return 0;

@@ -57,6 +57,10 @@ class QueuePair {
   Device& dev_;
   PdMemory memory_;
   QpCaps caps_;
+  // DCQCN's gate and observer outlive the QP that uses them (declared
+  // first, destroyed last); the QP's address, for the CNP's route.
+  std::unique_ptr<cc::QpCongestion> cc_;
+  const transport::Qp* qp_raw_ = nullptr;
   std::unique_ptr<transport::Qp> qp_;
 };
 

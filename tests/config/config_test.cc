@@ -146,6 +146,38 @@ TEST(Config, PfcTableAndSlowReceiverKnob) {
   }
 }
 
+TEST(Config, DcqcnTableUnderConnectXNames) {
+  auto r = parse(
+      "[dcqcn]\nenabled = true\nrp_priorities = [3, 4]\nrpg_time_reset = 600\n"
+      "rpg_ai_rate = 10\nclamp_tgt_rate = true\nmin_time_between_cnps = 50\ncnp_dscp = 46\n");
+  ASSERT_TRUE(r.config) << r.error;
+  const DcqcnSettings& d = r.config->dcqcn;
+  EXPECT_TRUE(d.enabled);
+  EXPECT_EQ(d.rp_priorities, 0x18);
+  EXPECT_EQ(d.np_priorities, 0x08) << "default: priority 3";
+  EXPECT_EQ(d.rpg_time_reset_us, 600u);
+  EXPECT_EQ(d.rpg_ai_rate_mbps, 10u);
+  EXPECT_EQ(d.rpg_hai_rate_mbps, 50u) << "ConnectX's default";
+  EXPECT_TRUE(d.clamp_tgt_rate);
+  EXPECT_EQ(d.min_time_between_cnps_us, 50u);
+  EXPECT_EQ(d.cnp_dscp, 46);
+  EXPECT_EQ(d.cnp_802p_prio, 6);
+  r = parse("", {"UROCE_DCQCN_ENABLED=true", "UROCE_DCQCN_NP_PRIORITIES=3,5",
+                 "UROCE_DCQCN_RPG_BYTE_RESET=65536"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->dcqcn.np_priorities, 0x28);
+  EXPECT_EQ(r.config->dcqcn.rpg_byte_reset, 65536u);
+  for (const auto& [text, expect] : std::vector<std::pair<const char*, const char*>>{
+           {"[dcqcn]\nrpg_gd = 3", "dcqcn.rpg_gd: must be between 10 and 20"},
+           {"[dcqcn]\ncnp_802p_prio = 8", "dcqcn.cnp_802p_prio: must be between 0 and 7"},
+           {"[dcqcn]\nrpg_time = 1", "dcqcn.rpg_time: unknown key"},
+           {"[dcqcn]\nnp_priorities = [9]", "dcqcn.np_priorities: priorities are 0 to 7"}}) {
+    const auto e = parse(text);
+    EXPECT_FALSE(e.config) << text;
+    EXPECT_NE(e.error.find(expect), std::string::npos) << "got: " << e.error;
+  }
+}
+
 TEST(Config, ReportsSyntaxErrorsWithTheirPosition) {
   const auto r = parse("[[device]]\nport = \"unterminated\n");
   EXPECT_FALSE(r.config);

@@ -44,7 +44,8 @@ struct Host {
           c.fault = fault;
           return c;
         }()) {}
-  Host(wire::MacAddr mac, EngineConfig cfg) : port(mac), engine(port, std::move(cfg)) {}
+  Host(wire::MacAddr mac, EngineConfig cfg, std::uint32_t speed_mbps = 10000)
+      : port(mac, speed_mbps), engine(port, std::move(cfg)) {}
 
   Qp& make_qp(std::uint32_t qpn) {
     transport::QpInit init;

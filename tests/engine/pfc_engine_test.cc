@@ -161,7 +161,9 @@ TEST(Pfc, WithoutPfcTheSlowReceiverDropsAndTheSenderGoesBackN) {
 TEST(Pfc, APausedPriorityHoldsItsOwnQpsOnly) {
   EngineConfig ca = config(kIpA, true);
   ca.pfc.watchdog.detection_ns = 0;  // the pause below is meant to last
-  Host a(kMacA, ca), b(kMacB, config(kIpB, true));
+  // 100 Mb/s: each XOFF holds 335 ms, longer than any time this thread
+  // may spend off the CPU.
+  Host a(kMacA, ca, 100), b(kMacB, config(kIpB, true));
   test::PipePort::join(a.port, b.port);
   connect(a, b, 0x1000, 0x2000, 0);  // priority 0: lossy
   Qp& lossy = *a.qp;
@@ -201,7 +203,9 @@ TEST(Pfc, APausedPriorityHoldsItsOwnQpsOnly) {
 TEST(Pfc, TheWatchdogEndsAStormAndTrafficResumes) {
   EngineConfig ca = config(kIpA, true);
   ca.pfc.watchdog = {50 * kMs, 50 * kMs};
-  Host a(kMacA, ca), b(kMacB, config(kIpB, true));
+  // At 100 Mb/s an XOFF pauses for 335 ms: a loaded machine that leaves
+  // this thread off the CPU for a while does not break the storm.
+  Host a(kMacA, ca, 100), b(kMacB, config(kIpB, true));
   test::PipePort::join(a.port, b.port);
   connect(a, b, 0x1111, 0x2222, kDscp3, 14);  // 67 ms ACK timeout: outlasts detection
   // A stuck partner: XOFF every millisecond, forever.

@@ -153,6 +153,25 @@ TEST_F(Fabric, ABottleneckMarksEcnAndTheReceiverSeesTheMarks) {
       sw["port1.ecn_marked"], marked, sw["port1.q3.max_depth"], drops(sw));
 }
 
+TEST_F(Fabric, WithDcqcnCePacketsBringCnpsAndTheSenderSlowsDown) {
+  start_switch("--rate 1=500mbit --ecn kmin=20000,kmax=200000,pmax=0.1");
+  const std::string dcqcn = "UROCE_DCQCN_ENABLED=true";
+  run_pair(dcqcn, dcqcn, "ib_write_bw -d uroce0 -x 1 -s 65536 -n 2000 --report_gbits",
+           "ib_write_bw -d uroce0 -x 1 -s 65536 -n 2000 --report_gbits", "write_bw");
+  auto sw = stop_switch();
+  auto h1 = host_counters(1), h2 = host_counters(2);
+  EXPECT_GT(sw["port1.ecn_marked"], 0u);
+  EXPECT_GT(h2["port.np_ecn_marked_roce_packets"], 0u);
+  EXPECT_GT(h2["port.np_cnp_sent"], 0u) << "the receiver answered marks with CNPs";
+  EXPECT_GT(h1["port.rp_cnp_handled"], 0u) << "the sender cut its rate";
+  EXPECT_LE(h2["port.np_cnp_sent"], h2["port.np_ecn_marked_roce_packets"]);
+  std::printf(
+      "DCQCN through a 500 Mb/s bottleneck: %llu marked, %llu CNPs sent, %llu handled, "
+      "%llu merged; queue max %llu B, drops %llu\n",
+      sw["port1.ecn_marked"], h2["port.np_cnp_sent"], h1["port.rp_cnp_handled"],
+      h1["port.rp_cnp_ignored"], sw["port1.q3.max_depth"], drops(sw));
+}
+
 TEST_F(Fabric, ABottleneckWithPfcPausesTheSenderAndDropsNothing) {
   const std::string pcap = dir() + "/pfc.pcap";
   Child capture(

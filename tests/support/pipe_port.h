@@ -16,7 +16,9 @@ namespace uroce::test {
 
 class PipePort : public engine::Port {
  public:
-  explicit PipePort(wire::MacAddr mac) : mac_(mac) {}
+  /// `speed_mbps` is what the port reports (pause quanta are timed by it).
+  explicit PipePort(wire::MacAddr mac, std::uint32_t speed_mbps = 10000)
+      : mac_(mac), speed_mbps_(speed_mbps) {}
   /// Joins a and b.
   static void join(PipePort& a, PipePort& b) {
     a.peer_ = &b;
@@ -36,7 +38,7 @@ class PipePort : public engine::Port {
   wire::MacAddr mac() const override { return mac_; }
   std::uint32_t mtu() const override { return 1500; }
   bool link_up() const override { return true; }
-  std::uint32_t speed_mbps() const override { return 10000; }
+  std::uint32_t speed_mbps() const override { return speed_mbps_; }
 
   std::vector<std::vector<std::uint8_t>> sent;  ///< every frame transmitted, for inspection
   bool keep_sent = false;
@@ -44,6 +46,7 @@ class PipePort : public engine::Port {
  private:
   wire::MacAddr mac_;
   PipePort* peer_ = nullptr;
+  std::uint32_t speed_mbps_;
   std::mutex mu_;
   std::deque<std::vector<std::uint8_t>> rx_;
   std::vector<std::unique_ptr<std::vector<std::uint8_t>>> in_use_;
