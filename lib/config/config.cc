@@ -191,6 +191,22 @@ class Reader {
     fail(where(path + key), "expected a string");
   }
 
+  // A list of priorities, [3, 4], as a mask (bit n: priority n).
+  std::uint8_t priorities(const toml::table& t, const std::string& path, const char* key,
+                          std::uint8_t dflt) const {
+    const toml::node* n = t.get(key);
+    if (!n) return dflt;
+    const toml::array* a = n->as_array();
+    if (!a || a->empty()) fail(where(path + key), "expected a list of priorities, like [3]");
+    std::uint8_t m = 0;
+    for (const auto& e : *a) {
+      const auto v = e.value_exact<std::int64_t>();
+      if (!v || *v < 0 || *v > 7) fail(where(path + key), "priorities are 0 to 7");
+      m |= static_cast<std::uint8_t>(1u << *v);
+    }
+    return m;
+  }
+
   std::vector<std::string> strings(const toml::table& t, const std::string& path,
                                    const char* key) const {
     const toml::node* n = t.get(key);
@@ -314,17 +330,7 @@ Config build(const toml::table& root, const Reader& r) {
         {"enabled", "priorities", "xoff_kb", "xon_kb", "quanta", "watchdog_ms", "restoration_ms"});
     PfcSettings& p = c.pfc;
     p.enabled = r.boolean(*t, "pfc.", "enabled", false);
-    if (const toml::node* pr = t->get("priorities")) {
-      const toml::array* a = pr->as_array();
-      if (!a || a->empty())
-        fail(r.where("pfc.priorities"), "expected a list of priorities, like [3]");
-      p.priorities = 0;
-      for (const auto& e : *a) {
-        const auto v = e.value_exact<std::int64_t>();
-        if (!v || *v < 0 || *v > 7) fail(r.where("pfc.priorities"), "priorities are 0 to 7");
-        p.priorities |= static_cast<std::uint8_t>(1u << *v);
-      }
-    }
+    p.priorities = r.priorities(*t, "pfc.", "priorities", p.priorities);
     p.xoff_kb = r.number<std::uint32_t>(*t, "pfc.", "xoff_kb", 512, 1, 1u << 20);
     p.xon_kb = r.number<std::uint32_t>(*t, "pfc.", "xon_kb", p.xoff_kb / 2, 0, 1u << 20);
     if (p.xon_kb >= p.xoff_kb) fail(r.where("pfc.xon_kb"), "must be below pfc.xoff_kb");
@@ -367,22 +373,9 @@ Config build(const toml::table& root, const Reader& r) {
     auto u32 = [&](const char* key, std::uint32_t dflt, std::uint32_t lo, std::uint32_t hi) {
       return r.number<std::uint32_t>(*t, P, key, dflt, lo, hi);
     };
-    auto mask = [&](const char* key, std::uint8_t dflt) -> std::uint8_t {
-      const toml::node* pr = t->get(key);
-      if (!pr) return dflt;
-      const toml::array* a = pr->as_array();
-      if (!a) fail(r.where(P + key), "expected a list of priorities, like [3]");
-      std::uint8_t m = 0;
-      for (const auto& e : *a) {
-        const auto v = e.value_exact<std::int64_t>();
-        if (!v || *v < 0 || *v > 7) fail(r.where(P + key), "priorities are 0 to 7");
-        m |= static_cast<std::uint8_t>(1u << *v);
-      }
-      return m;
-    };
     d.enabled = r.boolean(*t, P, "enabled", false);
-    d.rp_priorities = mask("rp_priorities", d.rp_priorities);
-    d.np_priorities = mask("np_priorities", d.np_priorities);
+    d.rp_priorities = r.priorities(*t, P, "rp_priorities", d.rp_priorities);
+    d.np_priorities = r.priorities(*t, P, "np_priorities", d.np_priorities);
     d.rpg_time_reset_us = u32("rpg_time_reset", 300, 1, 10'000'000);
     d.rpg_byte_reset = u32("rpg_byte_reset", 32767, 0, 1u << 30);
     d.rpg_threshold = u32("rpg_threshold", 1, 1, 1000);

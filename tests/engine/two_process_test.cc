@@ -120,6 +120,26 @@ class Veth : public ::testing::Test {
     return {read_run(sa, dir_.path() + "/a.out"), read_run(sb, dir_.path() + "/b.out")};
   }
 
+  // Starts dumpcap on a's end of the link (which sees what b sends:
+  // af_packet's own transmissions bypass the taps) with a capture filter;
+  // returns the pcap's path once it captures.
+  std::string start_capture(const std::string& name, const std::string& filter) {
+    const std::string pcap = dir_.path() + "/" + name + ".pcap";
+    const std::string log = dir_.path() + "/dumpcap.log";
+    EXPECT_EQ(sh("ip netns exec " + net_.ns_a + " dumpcap -q -P -i " + net_.if_a + " " + filter +
+                 " -w " + pcap + " > " + log + " 2>&1 & echo $! > " + dir_.path() + "/dumpcap.pid"),
+              0);
+    for (int i = 0; i < 500 && sh("grep -q 'Capturing on' " + log) != 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return pcap;
+  }
+  // Stops it, after libpcap's last block (it hands one over when its
+  // 250 ms timeout passes).
+  void stop_capture() {
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    sh("kill -INT $(cat " + dir_.path() + "/dumpcap.pid) 2>/dev/null; sleep 0.5");
+  }
+
   VethPair net_;
   test::TempDir dir_;
 };
@@ -177,25 +197,14 @@ TEST_F(Veth, APeerKilledMidTransferEndsInRetryExcErrNotAHang) {
 // (tests/engine/pfc_engine_test.cc shows, on one thread, PFC keeping a
 // buffer smaller than the window from dropping.)
 TEST_F(Veth, PfcPausesTheSenderSoASlowReceiverDropsNothing) {
-  const std::string pcap = dir_.path() + "/pfc.pcap";
-  const std::string log = dir_.path() + "/dumpcap.log";
-  // a's end of the link sees what b sends (af_packet's own transmissions
-  // bypass the taps).
-  ASSERT_EQ(sh("ip netns exec " + net_.ns_a + " dumpcap -q -P -i " + net_.if_a +
-               " -f 'ether proto 0x8808' -w " + pcap + " > " + log + " 2>&1 & echo $! > " +
-               dir_.path() + "/dumpcap.pid"),
-            0);
-  for (int i = 0; i < 500 && sh("grep -q 'Capturing on' " + log) != 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const std::string pcap = start_capture("pfc", "-f 'ether proto 0x8808'");
   // A starved receiver (ctest runs tests side by side on two cores) may
   // keep its backlog above xon for long: no watchdog in this test, and a
   // local ACK timeout of 1 s (timeout 18), as lossless fabrics with deep
   // queues use, so that a long pause is not taken for a loss.
   auto [a, b] = run_pair("--pfc --pfc-watchdog-ms 0 --timeout 18",
                          "--pfc --xoff-kb 64 --rx-rate 300 --rx-buffer-kb 512 --timeout 18");
-  // libpcap hands over a block when its 250 ms timeout passes: wait it out.
-  std::this_thread::sleep_for(std::chrono::milliseconds(700));
-  sh("kill -INT $(cat " + dir_.path() + "/dumpcap.pid); sleep 0.5");
+  stop_capture();
   ASSERT_EQ(a.status, 0) << a.output;
   ASSERT_EQ(b.status, 0) << b.output;
   EXPECT_EQ(a.stats["rx_buffer_dropped"], 0u);
@@ -232,17 +241,9 @@ TEST_F(Veth, PfcPausesTheSenderSoASlowReceiverDropsNothing) {
 // With priority_tag, RoCE frames carry an 802.1Q tag of VID 0 whose PCP
 // is the PFC priority, and both ends take tagged frames.
 TEST_F(Veth, APriorityTagCarriesThePfcPriority) {
-  const std::string pcap = dir_.path() + "/tag.pcap";
-  const std::string log = dir_.path() + "/dumpcap.log";
-  ASSERT_EQ(sh("ip netns exec " + net_.ns_a + " dumpcap -q -P -i " + net_.if_a +
-               " -c 2000 -f 'vlan' -w " + pcap + " > " + log + " 2>&1 & echo $! > " + dir_.path() +
-               "/dumpcap.pid"),
-            0);
-  for (int i = 0; i < 500 && sh("grep -q 'Capturing on' " + log) != 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const std::string pcap = start_capture("tag", "-c 2000 -f 'vlan'");
   auto [a, b] = run_pair("--priority-tag --pfc", "--priority-tag --pfc");
-  std::this_thread::sleep_for(std::chrono::milliseconds(700));
-  sh("kill -INT $(cat " + dir_.path() + "/dumpcap.pid); sleep 0.5");
+  stop_capture();
   ASSERT_EQ(a.status, 0) << a.output;
   ASSERT_EQ(b.status, 0) << b.output;
   const auto frames = test::tshark_decode(pcap, {"vlan.id", "vlan.priority", "ip.dsfield.dscp",
@@ -260,18 +261,10 @@ TEST_F(Veth, APriorityTagCarriesThePfcPriority) {
 // On VLAN 100 every frame either end sends carries the tag: RoCE with
 // PCP 3, ARP too.
 TEST_F(Veth, OnAVlanEveryFrameIsTagged) {
-  const std::string pcap = dir_.path() + "/vlan.pcap";
-  const std::string log = dir_.path() + "/dumpcap.log";
   // The kernel's own IPv6 chatter on the veth (untagged) is not uroce's.
-  ASSERT_EQ(sh("ip netns exec " + net_.ns_a + " dumpcap -q -P -i " + net_.if_a +
-               " -f 'not ip6' -c 3000 -w " + pcap + " > " + log + " 2>&1 & echo $! > " +
-               dir_.path() + "/dumpcap.pid"),
-            0);
-  for (int i = 0; i < 500 && sh("grep -q 'Capturing on' " + log) != 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const std::string pcap = start_capture("vlan", "-c 3000 -f 'not ip6'");
   auto [a, b] = run_pair("--vlan 100", "--vlan 100");
-  std::this_thread::sleep_for(std::chrono::milliseconds(700));
-  sh("kill -INT $(cat " + dir_.path() + "/dumpcap.pid) 2>/dev/null; sleep 0.5");
+  stop_capture();
   ASSERT_EQ(a.status, 0) << a.output;
   ASSERT_EQ(b.status, 0) << b.output;
   const auto frames = test::tshark_decode(
