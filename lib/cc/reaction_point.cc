@@ -16,7 +16,7 @@ ReactionPoint::ReactionPoint(const DcqcnParams& p, std::uint64_t line_rate_bps)
                                              std::uint64_t{p.rpg_max_rate_mbps} * 1'000'000)
                    : line_rate_bps),
       min_bps_(std::min<std::uint64_t>(std::uint64_t{p.rpg_min_rate_mbps} * 1'000'000, max_bps_)),
-      g_(p.g()),
+      g_(alpha_gain(p)),
       rc_(max_bps_),
       rt_(max_bps_),
       alpha_(static_cast<double>(p.initial_alpha_value) / 1024.0) {}

@@ -354,6 +354,15 @@ std::uint32_t Switch::transmit(std::uint16_t e, Nanos now) {
   return n;
 }
 
+std::uint16_t Switch::tx_burst(PortState& st, engine::TxFrame* frames, std::uint16_t n) {
+  const std::uint16_t sent = st.port->tx_burst(frames, n);
+  for (std::uint16_t i = 0; i < sent; ++i) {
+    st.counters.tx_packets.add();
+    st.counters.tx_bytes.add(frames[i].length);
+  }
+  return sent;
+}
+
 void Switch::send_frames(PortState& st, std::vector<PacketPtr>& ready) {
   // In bursts of up to 64: a delay line may let many frames go at once.
   engine::TxFrame frames[64];
@@ -373,11 +382,7 @@ void Switch::send_frames(PortState& st, std::vector<PacketPtr>& ready) {
       }
       pool_.put(std::move(p));
     }
-    const std::uint16_t sent = st.pending.empty() ? st.port->tx_burst(frames, n) : 0;
-    for (std::uint16_t i = 0; i < sent; ++i) {
-      st.counters.tx_packets.add();
-      st.counters.tx_bytes.add(frames[i].length);
-    }
+    const std::uint16_t sent = st.pending.empty() ? tx_burst(st, frames, n) : 0;
     // What the port did not take waits, in order, for the next turn.
     st.pending.insert(st.pending.end(), frames + sent, frames + n);
   }
@@ -387,11 +392,7 @@ void Switch::send_frames(PortState& st, std::vector<PacketPtr>& ready) {
 bool Switch::flush_pending(PortState& st) {
   if (st.pending.empty()) return true;
   const auto n = static_cast<std::uint16_t>(std::min<std::size_t>(st.pending.size(), 64));
-  const std::uint16_t sent = st.port->tx_burst(st.pending.data(), n);
-  for (std::uint16_t i = 0; i < sent; ++i) {
-    st.counters.tx_packets.add();
-    st.counters.tx_bytes.add(st.pending[i].length);
-  }
+  const std::uint16_t sent = tx_burst(st, st.pending.data(), n);
   st.pending.erase(st.pending.begin(), st.pending.begin() + sent);
   return st.pending.empty();
 }

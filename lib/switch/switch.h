@@ -145,6 +145,8 @@ class Switch {
   int pick(PortState& st, std::uint8_t paused);
   void unaccount(PortState& st, const Packet& p);
   void send_frames(PortState& st, std::vector<PacketPtr>& ready);
+  /// Hands frames to the port and counts those it took.
+  std::uint16_t tx_burst(PortState& st, engine::TxFrame* frames, std::uint16_t n);
   void send_pfc(PortState& st);
   bool flush_pending(PortState& st);
   void drop(PortState& st, Drop why, std::uint8_t prio);

@@ -108,30 +108,7 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c, st
   ec.vlan_id = dc.vlan_id;
   d->engine_ = std::make_unique<engine::Engine>(*d->port_, ec);
   d->dcqcn_ = c.dcqcn;
-  if (c.dcqcn.enabled) {
-    const DcqcnSettings& s = c.dcqcn;
-    cc::DcqcnParams& p = d->dcqcn_params_;
-    p.rpg_time_reset_us = s.rpg_time_reset_us;
-    p.rpg_byte_reset = s.rpg_byte_reset;
-    p.rpg_threshold = s.rpg_threshold;
-    p.rpg_ai_rate_mbps = s.rpg_ai_rate_mbps;
-    p.rpg_hai_rate_mbps = s.rpg_hai_rate_mbps;
-    p.rpg_gd = s.rpg_gd;
-    p.rpg_min_dec_fac = s.rpg_min_dec_fac;
-    p.rpg_min_rate_mbps = s.rpg_min_rate_mbps;
-    p.rpg_max_rate_mbps = s.rpg_max_rate_mbps;
-    p.rate_to_set_on_first_cnp_mbps = s.rate_to_set_on_first_cnp_mbps;
-    p.clamp_tgt_rate = s.clamp_tgt_rate;
-    p.clamp_tgt_rate_after_time_inc = s.clamp_tgt_rate_after_time_inc;
-    p.dce_tcp_g = s.dce_tcp_g;
-    p.dce_tcp_rtt_us = s.dce_tcp_rtt_us;
-    p.initial_alpha_value = s.initial_alpha_value;
-    p.rate_reduce_monitor_period_us = s.rate_reduce_monitor_period_us;
-    p.min_time_between_cnps_us = s.min_time_between_cnps_us;
-    p.cnp_dscp = s.cnp_dscp;
-    p.cnp_802p_prio = s.cnp_802p_prio;
-    d->np_.emplace(p);
-  }
+  if (c.dcqcn.enabled) d->np_.emplace(d->dcqcn_);
   d->link_was_up_ = d->port_->link_up();
   Device* self = d.get();
   d->poller_ = std::make_unique<engine::PollThread>(*d->engine_, [self] {
@@ -268,7 +245,7 @@ std::unique_ptr<cc::QpCongestion> Device::make_congestion(const transport::Qp* c
   const std::uint8_t cnp_dscp = dcqcn_.cnp_dscp;
   const std::uint8_t cnp_prio = dcqcn_.cnp_802p_prio;
   engine::Engine* engine = engine_.get();
-  return std::make_unique<cc::QpCongestion>(dcqcn_params_, line, dcqcn_.rp_priorities >> prio & 1,
+  return std::make_unique<cc::QpCongestion>(dcqcn_, line, dcqcn_.rp_priorities >> prio & 1,
                                             dcqcn_.np_priorities >> prio & 1, *np_, cc_counters_,
                                             [engine, qp, cnp_dscp, cnp_prio] {
                                               // Toward the QP's peer, on the CNP's own DSCP and

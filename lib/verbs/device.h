@@ -112,7 +112,6 @@ class Device {
   Device() = default;
   DeviceConfig cfg_;
   DcqcnSettings dcqcn_;
-  cc::DcqcnParams dcqcn_params_;
   std::optional<cc::NotificationPoint> np_;  ///< engine thread only
   cc::Counters cc_counters_;
   DeviceAttr attr_;

@@ -45,9 +45,9 @@ TEST(ReactionPoint, AlphaDecaysAsOneMinusGToTheNWithoutCnps) {
   rp.on_cnp(t0);
   for (int n = 1; n <= 20; ++n) {
     rp.advance(t0 + n * 55 * kUs);
-    EXPECT_NEAR(rp.alpha(), std::pow(1 - p.g(), n), 1e-12) << n;
+    EXPECT_NEAR(rp.alpha(), std::pow(1 - alpha_gain(p), n), 1e-12) << n;
   }
-  EXPECT_DOUBLE_EQ(p.g(), 5.0 / 1024);
+  EXPECT_DOUBLE_EQ(alpha_gain(p), 5.0 / 1024);
 }
 
 TEST(ReactionPoint, FastRecoveryClosesAllButTwoToTheMinusFOfTheGap) {
