@@ -12,6 +12,8 @@ constexpr Nanos kProgramDrivingNs = 200'000;
 constexpr int kLookInUs = 20;
 // Idle iterations before the poll thread starts to nap between them.
 constexpr int kSpinsBeforeNap = 256;
+// Empty drives by a program thread between two yields of its CPU.
+constexpr unsigned kEmptyDrivesPerYield = 16;
 // How often the housekeeping callback runs.
 constexpr Nanos kHousekeepingNs = 100'000'000;
 }  // namespace
@@ -33,7 +35,17 @@ PollThread::~PollThread() {
 void PollThread::drive() {
   const Nanos now = now_ns();
   program_drove_at_.store(now, std::memory_order_relaxed);
-  engine_.try_poll(now);
+  std::uint32_t work = 0;
+  engine_.try_poll(now, &work);
+  // A program spinning on an empty CQ of a paced or idle QP would hold a
+  // core that the peers sharing the machine need: now and then, give it
+  // up. When no one else is runnable, yield returns at once.
+  thread_local unsigned empty_drives = 0;
+  if (work != 0) {
+    empty_drives = 0;
+  } else if (++empty_drives % kEmptyDrivesPerYield == 0) {
+    std::this_thread::yield();
+  }
 }
 
 void PollThread::run() {
