@@ -16,6 +16,7 @@
 #       One flow through a switch with PFC; a stuck receiver NIC (a raw
 #       socket) sends XOFF forever; the switch's watchdog ends the storm.
 #
+# UROCE_FABRIC_PREFIX names the namespaces (default usc-).
 # Writes DIR/summary.txt (the table), DIR/rates.png (the plot),
 # DIR/switch.csv (the switch's time series) and each program's output.
 # Run as root after building (cmake --build build).
@@ -54,7 +55,7 @@ esac
 out=${out:-/tmp/uroce-scenario-$scenario}
 mkdir -p "$out"
 rm -f "$out"/*.stats "$out"/*.log "$out"/*.csv "$out"/*.dat
-prefix=usc-
+prefix=${UROCE_FABRIC_PREFIX:-usc-}
 trap '"$root/scripts/fabric.sh" down $prefix' EXIT
 
 if [[ $scenario == incast ]]; then
@@ -96,7 +97,9 @@ if [[ $dcqcn == 1 ]]; then
   # DCQCN's defaults are ConnectX's, made for microsecond round trips at
   # 25-100 Gb/s. Here the bottleneck carries 100 Mb/s and a queue's worth
   # of round trip is milliseconds: the timers and steps are scaled to
-  # match (docs/congestion-control.md).
+  # match (docs/congestion-control.md). A veth host moves 1-3 Gb/s
+  # through af_packet, not the 10 Gb/s its link reports: 1 Gb/s is the
+  # rate a flow starts from (rpg_max_rate).
   env_common+=(UROCE_DCQCN_ENABLED=true
     UROCE_DCQCN_RPG_TIME_RESET="${DCQCN_TIME_RESET_US:-50000}"
     UROCE_DCQCN_RPG_BYTE_RESET="${DCQCN_BYTE_RESET:-10000000}"
@@ -104,7 +107,8 @@ if [[ $dcqcn == 1 ]]; then
     UROCE_DCQCN_RPG_HAI_RATE="${DCQCN_HAI_MBPS:-5}"
     UROCE_DCQCN_RATE_REDUCE_MONITOR_PERIOD="${DCQCN_MONITOR_US:-1000}"
     UROCE_DCQCN_MIN_TIME_BETWEEN_CNPS="${DCQCN_CNP_US:-500}"
-    UROCE_DCQCN_DCE_TCP_RTT="${DCQCN_ALPHA_US:-1000}")
+    UROCE_DCQCN_DCE_TCP_RTT="${DCQCN_ALPHA_US:-1000}"
+    UROCE_DCQCN_RPG_MAX_RATE="${DCQCN_MAX_MBPS:-1000}")
 fi
 if [[ $pfc == 1 ]]; then
   env_common+=(UROCE_PFC_ENABLED=true)
