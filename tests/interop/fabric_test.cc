@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "support/child.h"
+#include "support/stats_lines.h"
 #include "support/tshark.h"
 
 namespace uroce {
@@ -25,21 +26,6 @@ using namespace std::chrono_literals;
 using test::Child;
 using test::sh;
 using test::slurp;
-
-// "<who> <scope> <counter> <value>" lines (uroce-switch's and
-// UROCE_STATS_FILE's) as scope.counter -> value, summed over devices.
-std::map<std::string, unsigned long long> counters(const std::string& text,
-                                                   const std::string& who) {
-  std::map<std::string, unsigned long long> m;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream w(line);
-    std::string dev, scope, name;
-    unsigned long long v;
-    if (w >> dev >> scope >> name >> v && dev == who) m[scope + "." + name] += v;
-  }
-  return m;
-}
 
 class Fabric : public ::testing::Test {
  protected:
@@ -68,7 +54,7 @@ class Fabric : public ::testing::Test {
   std::map<std::string, unsigned long long> stop_switch() {
     switch_->interrupt();
     EXPECT_EQ(switch_->wait(20s), 0) << switch_->output();
-    return counters(switch_->output(), "switch");
+    return test::stats_lines(switch_->output(), "switch");
   }
 
   // PROGRAM under uroce-run on host 1 or 2 (uroce address 10.78.0.N),
@@ -80,7 +66,7 @@ class Fabric : public ::testing::Test {
            "/uroce-run --port net_af_packet0,iface=rdma --ip 10.78.0." + h + "/24 -- " + program;
   }
   std::map<std::string, unsigned long long> host_counters(int host) const {
-    return counters(slurp(dir() + "/h" + std::to_string(host) + ".stats"), "uroce0");
+    return test::stats_lines(slurp(dir() + "/h" + std::to_string(host) + ".stats"), "uroce0");
   }
 
   // Runs `server` on host 2 and `client` on host 1 (which reaches the
@@ -101,10 +87,7 @@ class Fabric : public ::testing::Test {
   }
 
   static unsigned long long drops(const std::map<std::string, unsigned long long>& sw) {
-    unsigned long long n = 0;
-    for (const auto& [k, v] : sw)
-      if (k.find(".drop_") != std::string::npos) n += v;
-    return n;
+    return test::sum_matching(sw, ".drop_");
   }
 
   std::string prefix_;
