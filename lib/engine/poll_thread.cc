@@ -12,8 +12,8 @@ constexpr Nanos kProgramDrivingNs = 200'000;
 constexpr int kLookInUs = 20;
 // Idle iterations before the poll thread starts to nap between them.
 constexpr int kSpinsBeforeNap = 256;
-// Empty drives by a program thread between two yields of its CPU.
-constexpr unsigned kEmptyDrivesPerYield = 16;
+// How long a program thread finds nothing before it starts to yield.
+constexpr Nanos kSpinBeforeYieldNs = 50'000;
 // How often the housekeeping callback runs.
 constexpr Nanos kHousekeepingNs = 100'000'000;
 }  // namespace
@@ -38,12 +38,15 @@ void PollThread::drive() {
   std::uint32_t work = 0;
   engine_.try_poll(now, &work);
   // A program spinning on an empty CQ of a paced or idle QP would hold a
-  // core that the peers sharing the machine need: now and then, give it
-  // up. When no one else is runnable, yield returns at once.
-  thread_local unsigned empty_drives = 0;
+  // core that the peers sharing the machine need. A round trip's worth of
+  // spinning keeps latency; past that, give the core up on every empty
+  // look. When no one else is runnable, yield returns at once.
+  thread_local Nanos empty_since = 0;
   if (work != 0) {
-    empty_drives = 0;
-  } else if (++empty_drives % kEmptyDrivesPerYield == 0) {
+    empty_since = 0;
+  } else if (empty_since == 0) {
+    empty_since = now;
+  } else if (now - empty_since > kSpinBeforeYieldNs) {
     std::this_thread::yield();
   }
 }
