@@ -32,6 +32,7 @@ enum class EngineCounter : std::uint8_t {
   kRxMacControl,
   kRxMacControlDropped,  ///< malformed PAUSE/PFC frames
   kRxBufferDropped,      ///< frames the full receive buffer could not take
+  kTxCnpHeld,            ///< CNPs that waited for a PFC pause to end
   kRxOther,
   kFaultDropped,
   kFaultDuplicated,
@@ -60,6 +61,7 @@ inline constexpr std::array<std::string_view, static_cast<std::size_t>(EngineCou
         "rx_mac_control",
         "rx_mac_control_dropped",
         "rx_buffer_dropped",
+        "tx_cnp_held",
         "rx_other",
         "fault_dropped",
         "fault_duplicated",

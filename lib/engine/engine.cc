@@ -214,6 +214,7 @@ std::uint32_t Engine::drain_rx_buffer(Nanos now) {
 
 void Engine::run_pfc(Nanos now) {
   paused_ = pause_->paused(now);
+  if (!held_cnps_.empty()) release_cnps();
   if (const std::uint8_t storms = pause_->take_new_storms()) {
     for (unsigned p = 0; p < wire::kNumPriorities; ++p) {
       const auto bit = static_cast<std::uint8_t>(1u << p);
@@ -433,10 +434,46 @@ void Engine::send_raw(ConstBytes frame) {
   transmit_frames(&f, 1);
 }
 
+namespace {
+std::uint8_t cnp_priority(const wire::RoceRoute& r) {
+  return r.vlan ? r.pcp : pfc::dscp_priority(r.dscp);
+}
+}  // namespace
+
 void Engine::send_cnp(const wire::RoceRoute& route, std::uint32_t dest_qp) {
+  if (paused_ >> cnp_priority(route) & 1) {
+    // 802.1Qbb: a paused priority sends nothing, CNPs included. A CNP
+    // says "slow down" about now, so only the latest per peer QP waits;
+    // the list is bounded, since a storm may hold it for a while.
+    counters_.inc(EngineCounter::kTxCnpHeld);
+    for (HeldCnp& h : held_cnps_) {
+      if (h.dest_qp == dest_qp && h.route.dst_ip == route.dst_ip) {
+        h.route = route;
+        return;
+      }
+    }
+    if (held_cnps_.size() < kMaxHeldCnps) held_cnps_.push_back({route, dest_qp});
+    return;
+  }
+  transmit_cnp(route, dest_qp);
+}
+
+void Engine::transmit_cnp(const wire::RoceRoute& route, std::uint32_t dest_qp) {
   std::uint8_t frame[128];
   const std::size_t n = wire::build_cnp_frame(frame, route, dest_qp, ++ip_id_);
   if (n != 0) send_raw(ConstBytes(frame, n));
+}
+
+void Engine::release_cnps() {
+  auto keep = held_cnps_.begin();
+  for (const HeldCnp& h : held_cnps_) {
+    if (paused_ >> cnp_priority(h.route) & 1) {
+      *keep++ = h;
+    } else {
+      transmit_cnp(h.route, h.dest_qp);
+    }
+  }
+  held_cnps_.erase(keep, held_cnps_.end());
 }
 
 void Engine::send_arp_request(const wire::IpAddr& target) {

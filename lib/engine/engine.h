@@ -115,6 +115,8 @@ class Engine {
 
   /// Sends a CNP along `route` to the peer's QP `dest_qp` (DCQCN's
   /// notification point). Engine thread only: called from a QP's receive.
+  /// While the CNP's priority is paused by PFC it waits, the latest one
+  /// per peer QP, and leaves when the pause ends.
   void send_cnp(const wire::RoceRoute& route, std::uint32_t dest_qp);
 
   bool is_local(const wire::IpAddr& ip) const;
@@ -160,6 +162,9 @@ class Engine {
   /// Sends the pending PFC frame ahead of anything waiting (the MAC's
   /// own); one the port cannot take stays pending, merged with later ones.
   void send_pfc();
+  void transmit_cnp(const wire::RoceRoute& route, std::uint32_t dest_qp);
+  /// Sends the held CNPs whose priority is no longer paused.
+  void release_cnps();
   std::uint8_t priority_of(const transport::Qp& qp) const;
   void send_raw(wire::ConstBytes frame);
   /// ARP for an IPv4 target, a Neighbor Solicitation for an IPv6 one.
@@ -200,7 +205,13 @@ class Engine {
   std::optional<pfc::PauseGenerator> xoff_;     ///< software PFC: our pauses
   std::uint8_t paused_ = 0;                     ///< priorities paused this iteration
   std::optional<pfc::PfcRequest> pfc_pending_;  ///< our PFC frame, not sent yet
-  Nanos last_now_ = 0;  ///< the loop's clock never goes back (callers' clocks race)
+  struct HeldCnp {
+    wire::RoceRoute route;
+    std::uint32_t dest_qp;
+  };
+  static constexpr std::size_t kMaxHeldCnps = 256;
+  std::vector<HeldCnp> held_cnps_;  ///< CNPs of paused priorities
+  Nanos last_now_ = 0;              ///< the loop's clock never goes back (callers' clocks race)
   std::uint8_t storms_logged_ = 0;
 
   struct Buffered {

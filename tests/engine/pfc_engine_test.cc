@@ -228,6 +228,47 @@ TEST(Pfc, TheWatchdogEndsAStormAndTrafficResumes) {
   EXPECT_GE(pfc_count(a, "rx_prio3_pause_duration"), 50'000u) << "microseconds";
 }
 
+// CNPs among the frames a port sent, by the QP they go to.
+std::vector<std::uint32_t> cnps_sent(const test::PipePort& port) {
+  std::vector<std::uint32_t> qps;
+  for (const auto& f : port.sent) {
+    // Ethernet + IPv4 + UDP to 4791, then the BTH: opcode 0x81, DestQP.
+    if (f.size() < 54 || wire::load_be16(f.data() + 12) != wire::ether_type::kIpv4 || f[23] != 17 ||
+        wire::load_be16(f.data() + 36) != wire::kRoceV2Port || f[42] != 0x81)
+      continue;
+    qps.push_back(wire::load_be32(f.data() + 46) & 0xFFFFFF);
+  }
+  return qps;
+}
+
+TEST(Pfc, CnpsOfAPausedPriorityWaitForTheResume) {
+  EngineConfig ca = config(kIpA, true);
+  ca.pfc.watchdog.detection_ns = 0;
+  Host a(kMacA, ca, 100);  // an XOFF holds 335 ms at 100 Mb/s
+  a.port.keep_sent = true;
+  a.port.inject(pfc_frame(1u << 3, 0xFFFF));
+  a.engine.poll(now_ns());
+  wire::RoceRoute r;
+  r.src_mac = kMacA;
+  r.dst_mac = kMacB;
+  r.src_ip = kIpA;
+  r.dst_ip = kIpB;
+  r.dscp = kDscp3;
+  a.engine.send_cnp(r, 0x2222);
+  a.engine.send_cnp(r, 0x2222);  // the same peer QP: one waits
+  a.engine.send_cnp(r, 0x3333);
+  a.engine.poll(now_ns());
+  EXPECT_TRUE(cnps_sent(a.port).empty()) << "priority 3 is paused";
+  EXPECT_EQ(a.engine.counters().get(EngineCounter::kTxCnpHeld), 3u);
+  r.dscp = 0;  // priority 0 is not paused
+  a.engine.send_cnp(r, 0x4444);
+  EXPECT_EQ(cnps_sent(a.port), std::vector<std::uint32_t>{0x4444});
+  a.port.inject(pfc_frame(1u << 3, 0));  // XON
+  a.engine.poll(now_ns());
+  a.engine.poll(now_ns());
+  EXPECT_EQ(cnps_sent(a.port), (std::vector<std::uint32_t>{0x4444, 0x2222, 0x3333}));
+}
+
 TEST(Pfc, MalformedMacControlFramesAreDroppedAndCounted) {
   Host a(kMacA, config(kIpA, true)), b(kMacB, config(kIpB, true));
   test::PipePort::join(a.port, b.port);
