@@ -33,6 +33,8 @@ enum class EngineCounter : std::uint8_t {
   kRxMacControlDropped,  ///< malformed PAUSE/PFC frames
   kRxBufferDropped,      ///< frames the full receive buffer could not take
   kTxCnpHeld,            ///< CNPs that waited for a PFC pause to end
+  kTxLoopback,           ///< frames to the device itself, kept off the wire
+  kRxLoopback,           ///< ... and received
   kRxOther,
   kFaultDropped,
   kFaultDuplicated,
@@ -62,6 +64,8 @@ inline constexpr std::array<std::string_view, static_cast<std::size_t>(EngineCou
         "rx_mac_control_dropped",
         "rx_buffer_dropped",
         "tx_cnp_held",
+        "tx_loopback",
+        "rx_loopback",
         "rx_other",
         "fault_dropped",
         "fault_duplicated",

@@ -145,9 +145,48 @@ void Engine::run_once(Nanos now, std::uint32_t* work) {
     rx_held_.clear();
     for (const auto& f : held) receive_one(f, now);
   }
+  n += run_loopback(now);
   if (pause_) run_pfc(now);
   run_timers(now);
   *work = n + (flush_backlog() ? run_tx(now) : 0);
+}
+
+std::uint32_t Engine::run_loopback(Nanos now) {
+  if (loopback_.empty()) return 0;
+  // What these frames cause to be looped back (ACKs, responses) waits for
+  // the next iteration, as it would on a wire.
+  std::deque<std::vector<std::uint8_t>> batch;
+  batch.swap(loopback_);
+  for (auto& f : batch) {
+    receive(ConstBytes(f.data(), f.size()), now);
+    if (spare_frames_.size() < kSpareFrames) spare_frames_.push_back(std::move(f));
+  }
+  counters_.inc(EngineCounter::kRxLoopback, batch.size());
+  return static_cast<std::uint32_t>(batch.size());
+}
+
+void Engine::loop_back(TxFrame& f) {
+  if (loopback_.size() >= kMaxLoopback) {
+    // As a congested link would: the transport's retries recover.
+    counters_.inc(EngineCounter::kTxDropped);
+    port_.tx_free(f);
+    return;
+  }
+  std::vector<std::uint8_t> copy;
+  if (!spare_frames_.empty()) {
+    copy = std::move(spare_frames_.back());
+    spare_frames_.pop_back();
+  }
+  copy.assign(f.room.data(), f.room.data() + f.length);
+  if (f.ipv4_checksum_offload && f.length >= std::size_t{f.l2_len} + wire::Ipv4Hdr::kMinSize) {
+    // The port would have filled the header checksum in; here no port does.
+    std::uint8_t* ip = copy.data() + f.l2_len;
+    wire::store_be16(ip + 10, 0);
+    wire::store_be16(ip + 10, wire::inet_checksum(ip, wire::Ipv4Hdr::kMinSize));
+  }
+  port_.tx_free(f);
+  loopback_.push_back(std::move(copy));
+  counters_.inc(EngineCounter::kTxLoopback);
 }
 
 void Engine::buffer_rx(RxFrame* frames, std::uint16_t n, Nanos now) {
@@ -526,7 +565,7 @@ std::optional<wire::RoceRoute> Engine::route_to(const wire::IpAddr& src, const w
   r.src_ip = src;
   r.dst_ip = dst;
   if (is_local(dst)) {
-    r.dst_mac = mac_;  // loopback inside the device: not yet delivered internally
+    r.dst_mac = mac_;  // delivered inside the device (send_to_port)
   } else {
     const auto mac = resolve(dst, timeout);
     if (!mac) return std::nullopt;
@@ -624,6 +663,18 @@ void Engine::transmit_frames(TxFrame* frames, std::uint16_t n) {
 }
 
 void Engine::send_to_port(TxFrame* frames, std::uint16_t n) {
+  // Frames to the device itself never reach the wire: they come back in
+  // through the receive path, every check included, as an RDMA NIC loops
+  // back traffic between two of its own QPs.
+  std::uint16_t m = 0;
+  for (std::uint16_t i = 0; i < n; ++i) {
+    if (std::memcmp(frames[i].room.data(), mac_.bytes.data(), mac_.bytes.size()) == 0) {
+      loop_back(frames[i]);
+    } else {
+      frames[m++] = frames[i];
+    }
+  }
+  n = m;
   if (n == 0) return;
   if (!backlog_.empty()) {
     // Keep the order: nothing overtakes what is already waiting.

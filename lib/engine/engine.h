@@ -162,6 +162,9 @@ class Engine {
   /// Sends the pending PFC frame ahead of anything waiting (the MAC's
   /// own); one the port cannot take stays pending, merged with later ones.
   void send_pfc();
+  /// Receives the frames the device sent to itself.
+  std::uint32_t run_loopback(Nanos now);
+  void loop_back(TxFrame& f);
   void transmit_cnp(const wire::RoceRoute& route, std::uint32_t dest_qp);
   /// Sends the held CNPs whose priority is no longer paused.
   void release_cnps();
@@ -209,6 +212,10 @@ class Engine {
     wire::RoceRoute route;
     std::uint32_t dest_qp;
   };
+  static constexpr std::size_t kMaxLoopback = 4096;
+  std::deque<std::vector<std::uint8_t>> loopback_;  ///< frames to ourselves, to receive
+  static constexpr std::size_t kSpareFrames = 256;
+  std::vector<std::vector<std::uint8_t>> spare_frames_;  ///< their buffers, for reuse
   static constexpr std::size_t kMaxHeldCnps = 256;
   std::vector<HeldCnp> held_cnps_;  ///< CNPs of paused priorities
   Nanos last_now_ = 0;              ///< the loop's clock never goes back (callers' clocks race)
