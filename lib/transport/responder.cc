@@ -328,6 +328,19 @@ void Qp::responder_execute(const wire::RocePacket& pkt, Nanos /*now*/) {
     responder_error(pkt.bth.psn, NakCode::kInvalidRequest, WcStatus::kLocLenErr);
     return;
   }
+  // The QP's own remote access enables (set by Modify QP) come before any
+  // R_Key: an operation they do not allow is a remote access error.
+  if (info.starts_message()) {
+    unsigned need = 0;
+    if (info.operation == Operation::kRdmaWrite) need = access::kRemoteWrite;
+    if (info.operation == Operation::kRdmaReadRequest) need = access::kRemoteRead;
+    if (info.operation == Operation::kCompareSwap || info.operation == Operation::kFetchAdd)
+      need = access::kRemoteAtomic;
+    if ((attr_.qp_access_flags & need) != need) {
+      responder_error(pkt.bth.psn, NakCode::kRemoteAccessError, WcStatus::kRemAccessErr);
+      return;
+    }
+  }
   bool ok = false;
   switch (info.operation) {
     case Operation::kSend:

@@ -97,10 +97,10 @@ class QpTest : public ::testing::Test {
     a.retry_cnt = 2;
     a.rnr_retry = 1;
     a.max_rd_atomic = 4;
-    ASSERT_EQ(qp_->modify(
-                  a, kState | kSqPsn | (rc ? kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic : 0),
-                  0),
-              0);
+    ASSERT_EQ(
+        qp_->modify(
+            a, kState | kSqPsn | (rc ? kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic : 0), 0),
+        0);
   }
 
   // Delivers a packet from the peer, built and parsed by lib/wire.
@@ -318,6 +318,43 @@ TEST_F(QpTest, ResponderNaksABadRkeyWithRemoteAccessErrorAndEntersError) {
   EXPECT_EQ(pop().ext.aeth.syndrome, AethSyndrome::nak(NakCode::kRemoteAccessError));
   EXPECT_EQ(qp_->state(), QpState::kErr);
   EXPECT_EQ(dst[0], 0) << "nothing written";
+}
+
+TEST_F(QpTest, ResponderNaksWhatTheQpsAccessFlagsDoNotEnable) {
+  std::vector<std::uint8_t> dst(64);
+  std::uint64_t word = 7;
+  const auto rkey = mem_.reg(dst.data(), dst.size(), kAll);
+  const auto wkey = mem_.reg(&word, 8, kAll);
+  using namespace attr_mask;
+  struct Case {
+    unsigned qp_access;  ///< everything but what the operation needs
+    Opcode op;
+    wire::ExtHeaders ext;
+    std::vector<std::uint8_t> payload;
+  };
+  wire::ExtHeaders atomic;
+  atomic.atomic_eth = {reinterpret_cast<std::uint64_t>(&word), wkey, 5, 0};
+  for (const Case& c : {
+           Case{access::kRemoteRead | access::kRemoteAtomic, Opcode::kRcRdmaWriteOnly,
+                reth(dst.data(), rkey, 8), bytes(8)},
+           Case{access::kRemoteWrite | access::kRemoteAtomic,
+                Opcode::kRcRdmaReadRequest,
+                reth(dst.data(), rkey, 8),
+                {}},
+           Case{access::kRemoteWrite | access::kRemoteRead, Opcode::kRcFetchAdd, atomic, {}},
+       }) {
+    make_qp(QpType::kRc);
+    QpAttr a;
+    a.qp_access_flags = c.qp_access;
+    ASSERT_EQ(qp_->modify(a, kAccessFlags, 0), 0);
+    deliver(c.op, kPeerPsn, c.ext, c.payload, true);
+    ASSERT_EQ(drain().size(), 1u) << static_cast<int>(c.op);
+    EXPECT_EQ(pop().ext.aeth.syndrome, AethSyndrome::nak(NakCode::kRemoteAccessError))
+        << static_cast<int>(c.op);
+    sink_.sent.clear();
+  }
+  EXPECT_EQ(dst[0], 0) << "nothing written";
+  EXPECT_EQ(word, 7u) << "no atomic executed";
 }
 
 TEST_F(QpTest, ResponderNaksAWriteOutsideTheRegion) {
@@ -731,11 +768,11 @@ TEST_F(QpTest, ModifyFollowsTheIbaStateMachine) {
   EXPECT_EQ(qp.modify(a, kState | kQkey, 0), EINVAL) << "an RC QP has no Q_Key";
   EXPECT_EQ(qp.modify(a, kState | kAccessFlags, 0), 0) << "INIT -> INIT may change access";
   a.qp_state = QpState::kRtr;
-  EXPECT_EQ(qp.modify(a,
-                      kState | kAv | kPathMtu | kDestQpn | kRqPsn | kMaxDestRdAtomic |
-                          kMinRnrTimer | kSqPsn,
-                      0),
-            EINVAL)
+  EXPECT_EQ(
+      qp.modify(
+          a, kState | kAv | kPathMtu | kDestQpn | kRqPsn | kMaxDestRdAtomic | kMinRnrTimer | kSqPsn,
+          0),
+      EINVAL)
       << "the SQ PSN belongs to RTR -> RTS";
   a.qp_state = QpState::kInit;
   EXPECT_EQ(qp.post_send(SendWr{}), EINVAL) << "no sends before RTS";
