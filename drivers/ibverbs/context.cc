@@ -115,6 +115,7 @@ int query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input,
   std::memset(&a, 0, sizeof(a));
   fill_device_attr(*c->dev, &a.orig_attr);
   a.max_dm_size = 0;
+  a.phys_port_cnt_ex = a.orig_attr.phys_port_cnt;
   std::memcpy(attr, &a, std::min(len, sizeof(a)));
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <net/if.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -193,7 +194,10 @@ ibv_context* ibv_open_device(ibv_device* device) {
   c->dev = u->dev.get();
   ibv_context& ctx = c->vctx.context;
   ctx.device = device;
-  ctx.cmd_fd = -1;
+  // No kernel command channel: a memfd of a recognisable name stands for
+  // it, so that a program may dup or stat it, and ibv_import_device can
+  // tell a uroce context's descriptor from a kernel one.
+  ctx.cmd_fd = memfd_create(kContextFdName, MFD_CLOEXEC);
   // Async events arrive on this descriptor (ibv_get_async_event).
   ctx.async_fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
   if (ctx.async_fd < 0) {
@@ -240,6 +244,7 @@ int ibv_close_device(ibv_context* context) {
     uroce::log::get().warn("{}: context closed with objects still alive", u->cfg.name);
   } else {
     close(context->async_fd);
+    if (context->cmd_fd >= 0) close(context->cmd_fd);
     pthread_mutex_destroy(&context->mutex);
     delete c;
   }

@@ -72,6 +72,9 @@ struct UContext {
   int link_listener = 0;
 };
 
+/// The name of the memfd that stands for a context's command descriptor.
+inline constexpr char kContextFdName[] = "uroce-context";
+
 inline UContext* to_uctx(ibv_context* c) {
   return reinterpret_cast<UContext*>(reinterpret_cast<char*>(c) - offsetof(verbs_context, context));
 }

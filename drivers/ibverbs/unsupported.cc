@@ -4,7 +4,11 @@
 // dereference provider state our objects do not have. Other devices'
 // objects go to the real library.
 
+#include <unistd.h>
+
 #include <cerrno>
+#include <string>
+#include <string_view>
 
 #include "drivers/ibverbs/forward.h"
 #include "drivers/ibverbs/provider.h"
@@ -41,6 +45,21 @@ int ibv_resolve_eth_l2_from_gid(ibv_context* context, ibv_ah_attr* attr,
                                 uint8_t eth_mac[ETHERNET_LL_SIZE], uint16_t* vid) {
   if (ours(context)) return EOPNOTSUPP;
   UROCE_FORWARD(ibv_resolve_eth_l2_from_gid, "IBVERBS_1.1", ENOSYS, context, attr, eth_mac, vid);
+}
+
+ibv_context* ibv_import_device(int cmd_fd) {
+  // A uroce context lives in its process: there is no kernel object that
+  // another context could share. Its command descriptor is a memfd named
+  // kContextFdName, which /proc shows as "/memfd:NAME (deleted)".
+  char link[128];
+  const std::string fd_path = "/proc/self/fd/" + std::to_string(cmd_fd);
+  const ssize_t n = readlink(fd_path.c_str(), link, sizeof(link));
+  if (n > 0 && std::string_view(link, static_cast<std::size_t>(n))
+                   .starts_with(std::string("/memfd:") + kContextFdName)) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+  }
+  UROCE_FORWARD(ibv_import_device, "IBVERBS_1.10", nullptr, cmd_fd);
 }
 
 ibv_pd* ibv_import_pd(ibv_context* context, uint32_t pd_handle) {

@@ -26,7 +26,9 @@ namespace uroce::verbs {
 /// Device attributes, from transport/limits.h (ibv_device_attr's subset).
 struct DeviceAttr {
   std::uint64_t node_guid = 0;  ///< EUI-64 of the port's MAC
-  std::uint32_t vendor_id = 0;  ///< uroce has no IEEE OUI: it claims none
+  /// uroce has no IEEE OUI and claims no vendor's: 0xFFFFFF, as rxe
+  /// reports, since 0 reads as "no device" to some tools and tests.
+  std::uint32_t vendor_id = 0xFFFFFF;
   std::uint32_t vendor_part_id = 0;
   std::uint64_t max_mr_size = 0;
   std::uint32_t max_qp = 0;
