@@ -95,6 +95,57 @@ ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
   return reg(pd, addr, length, iova, access);
 }
 
+// Returns 0 or one of enum ibv_rereg_mr_err_code with errno set, as
+// libibverbs does.
+int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access) {
+  if (!mr || !ours(mr->context))
+    UROCE_FORWARD(ibv_rereg_mr, "IBVERBS_1.1", ENOSYS, mr, flags, pd, addr, length, access);
+  constexpr int kSupported =
+      IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_ACCESS;
+  const auto uaccess = static_cast<unsigned>(access);
+  if ((flags & ~kSupported) != 0 ||
+      ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (addr == nullptr || length == 0)) ||
+      (access != 0 && !(flags & IBV_REREG_MR_CHANGE_ACCESS)) ||
+      ((flags & IBV_REREG_MR_CHANGE_PD) && (!pd || pd->context != mr->context)) ||
+      ((flags & IBV_REREG_MR_CHANGE_ACCESS) &&
+       (uaccess & ~static_cast<unsigned>(kEnforced | kIgnored)) != 0)) {
+    errno = EINVAL;
+    return IBV_REREG_MR_ERR_INPUT;
+  }
+  UMr* m = to_u<UMr>(mr);
+  uroce::verbs::MrTable::Change c;
+  if (flags & IBV_REREG_MR_CHANGE_PD) {
+    c.pd = true;
+    c.new_pd = to_u<UPd>(pd)->id;
+  }
+  if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+    c.translation = true;
+    c.addr = addr;
+    c.length = length;
+    c.iova = reinterpret_cast<uintptr_t>(addr);
+  }
+  if (flags & IBV_REREG_MR_CHANGE_ACCESS) {
+    c.access = true;
+    c.flags = uaccess & kEnforced;
+  }
+  if (int rc = ours(mr->context)->dev->mrs().rereg(mr->lkey, c); rc != 0) {
+    errno = rc;
+    return IBV_REREG_MR_ERR_CMD;
+  }
+  if (c.pd) {
+    UPd* np = to_u<UPd>(pd);
+    np->users.fetch_add(1);
+    m->pd->users.fetch_sub(1);
+    m->pd = np;
+    mr->pd = pd;
+  }
+  if (c.translation) {
+    mr->addr = addr;
+    mr->length = length;
+  }
+  return 0;
+}
+
 int ibv_dereg_mr(ibv_mr* mr) {
   if (!mr || !ours(mr->context)) UROCE_FORWARD(ibv_dereg_mr, "IBVERBS_1.1", ENOSYS, mr);
   UMr* m = to_u<UMr>(mr);

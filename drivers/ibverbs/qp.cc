@@ -340,6 +340,17 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
     q->ah_attr = attr->ah_attr;
   }
   if (mask & am::kState) qp->state = static_cast<ibv_qp_state>(state);
+  if ((mask & am::kState) && state == IBV_QPS_RESET) {
+    // A reset QP starts over: the completions it left in its CQs (the
+    // flushes of its error state) go too, as mlx5 and rxe clean them.
+    UCq* cqs[] = {to_u<UCq>(qp->send_cq), to_u<UCq>(qp->recv_cq)};
+    if (cqs[1] == cqs[0]) cqs[1] = nullptr;
+    for (UCq* cq : cqs) {
+      if (!cq) continue;
+      std::lock_guard lock(cq->poll_mu);
+      to_uctx(qp->context)->dev->engine().locked([&] { cq->ring->remove_qp(qp->qp_num); });
+    }
+  }
   return 0;
 }
 

@@ -27,11 +27,6 @@ int ibv_detach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) {
   UROCE_FORWARD(ibv_detach_mcast, "IBVERBS_1.1", ENOSYS, qp, gid, lid);
 }
 
-int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access) {
-  if (mr && ours(mr->context)) return EOPNOTSUPP;
-  UROCE_FORWARD(ibv_rereg_mr, "IBVERBS_1.1", ENOSYS, mr, flags, pd, addr, length, access);
-}
-
 ibv_mr* ibv_reg_dmabuf_mr(ibv_pd* pd, uint64_t offset, size_t length, uint64_t iova, int fd,
                           int access) {
   if (pd && ours(pd->context)) {

@@ -41,6 +41,20 @@ std::uint32_t Cq::poll(Wc* out, std::uint32_t max) {
   return n;
 }
 
+std::uint32_t Cq::remove_qp(std::uint32_t qpn) {
+  const std::uint64_t head = head_.load(std::memory_order_acquire);
+  const std::uint64_t tail = tail_.load(std::memory_order_acquire);
+  std::uint64_t kept = head;
+  for (std::uint64_t i = head; i < tail; ++i) {
+    const Wc wc = ring_[i % ring_.size()];
+    if (wc.qp_num == qpn) continue;
+    ring_[kept % ring_.size()] = wc;
+    ++kept;
+  }
+  tail_.store(kept, std::memory_order_release);
+  return static_cast<std::uint32_t>(tail - kept);
+}
+
 std::uint32_t Cq::size() const {
   return static_cast<std::uint32_t>(tail_.load(std::memory_order_acquire) -
                                     head_.load(std::memory_order_acquire));

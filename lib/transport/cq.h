@@ -43,6 +43,12 @@ class Cq {
   /// Takes up to `max` completions, oldest first; returns how many.
   std::uint32_t poll(Wc* out, std::uint32_t max);
 
+  /// Removes the completions of QP `qpn`, keeping the others in order
+  /// (a QP moved to RESET, as mlx5 cleans its CQs). Returns how many went.
+  /// Only while neither producer nor consumer runs: the caller holds the
+  /// engine and the CQ's poll lock.
+  std::uint32_t remove_qp(std::uint32_t qpn);
+
   std::uint32_t depth() const { return static_cast<std::uint32_t>(ring_.size()); }
   /// Completions waiting (a snapshot).
   std::uint32_t size() const;

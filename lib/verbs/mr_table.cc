@@ -57,6 +57,34 @@ int MrTable::dereg(std::uint32_t lkey) {
   return 0;
 }
 
+int MrTable::rereg(std::uint32_t lkey, const Change& c) {
+  namespace acc = transport::access;
+  const std::uint32_t index = lkey >> 8;
+  if (index == 0 || index >= kMaxMr) return EINVAL;
+  Entry& e = entries_[index];
+  {
+    std::lock_guard lock(mu_);
+    if (e.key.load() != lkey) return EINVAL;
+    const unsigned flags = c.access ? c.flags : e.access;
+    if ((flags & (acc::kRemoteWrite | acc::kRemoteAtomic)) && !(flags & acc::kLocalWrite))
+      return EINVAL;  // IBA 10.6.3.1, as for a registration
+    if (c.translation && (c.addr == nullptr || c.length == 0)) return EINVAL;
+    e.key.store(0, std::memory_order_release);
+  }
+  // As for deregistration: no engine iteration still holds the old view.
+  if (quiesce_) quiesce_();
+  std::lock_guard lock(mu_);
+  if (c.pd) e.pd = c.new_pd;
+  if (c.translation) {
+    e.host = static_cast<std::uint8_t*>(c.addr);
+    e.length = c.length;
+    e.iova = c.iova;
+  }
+  if (c.access) e.access = c.flags;
+  e.key.store(lkey, std::memory_order_release);
+  return 0;
+}
+
 MemRef MrTable::lookup(PdId pd, std::uint32_t key, std::uint64_t addr, std::uint64_t length,
                        unsigned access) const {
   const std::uint32_t index = key >> 8;

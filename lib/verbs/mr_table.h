@@ -43,6 +43,23 @@ class MrTable {
   /// Deregisters; EINVAL for an unknown key.
   int dereg(std::uint32_t lkey);
 
+  /// What ibv_rereg_mr changes of a region; the rest stays.
+  struct Change {
+    bool pd = false;
+    PdId new_pd = 0;
+    bool translation = false;
+    void* addr = nullptr;
+    std::uint64_t length = 0;
+    std::uint64_t iova = 0;
+    bool access = false;
+    unsigned flags = 0;
+  };
+  /// Changes a region in place, keeping its keys. The region is out of
+  /// the engine's reach while it changes (lookups miss, as for a bad key),
+  /// so the program is not to use it meanwhile. EINVAL for an unknown key
+  /// or bad flags.
+  int rereg(std::uint32_t lkey, const Change& c);
+
   /// Lookups for the transport, checked against the PD, the bounds and the
   /// access flags.
   transport::MemRef lookup(PdId pd, std::uint32_t key, std::uint64_t addr, std::uint64_t length,

@@ -449,6 +449,52 @@ TEST_F(VerbsApi, RemoteWriteNeedsTheRegionsPermission) {
   EXPECT_EQ(ibv_dereg_mr(ro), 0);
 }
 
+TEST_F(VerbsApi, ReregMrChangesAccessAndTranslationInPlace) {
+  // Bad input: libibverbs' codes, errno EINVAL, the region unchanged.
+  errno = 0;
+  EXPECT_EQ(ibv_rereg_mr(b_.mr, 1 << 7, nullptr, nullptr, 0, 0), IBV_REREG_MR_ERR_INPUT);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(ibv_rereg_mr(b_.mr, IBV_REREG_MR_CHANGE_PD, nullptr, nullptr, 0, kAllAccess),
+            IBV_REREG_MR_ERR_INPUT)
+      << "access flags without IBV_REREG_MR_CHANGE_ACCESS";
+  EXPECT_EQ(ibv_rereg_mr(b_.mr, IBV_REREG_MR_CHANGE_TRANSLATION, nullptr, nullptr, 64, 0),
+            IBV_REREG_MR_ERR_INPUT);
+  EXPECT_EQ(
+      ibv_rereg_mr(b_.mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0, IBV_ACCESS_REMOTE_WRITE),
+      IBV_REREG_MR_ERR_CMD)
+      << "remote write without local write";
+  EXPECT_EQ(errno, EINVAL);
+
+  // The second half of b's buffer only, the same keys.
+  const std::uint32_t rkey = b_.mr->rkey;
+  ASSERT_EQ(ibv_rereg_mr(b_.mr, IBV_REREG_MR_CHANGE_TRANSLATION, nullptr, b_.buf() + 4096,
+                         Side::kSize - 4096, 0),
+            0);
+  EXPECT_EQ(b_.mr->rkey, rkey);
+  EXPECT_EQ(b_.mr->addr, b_.buf() + 4096);
+  connect();
+  std::memset(a_.buf(), 0x22, 64);
+  const auto a_sge = ibv_sge{reinterpret_cast<std::uint64_t>(a_.buf()), 64, a_.mr->lkey};
+  ASSERT_EQ(
+      post(a_.qp, IBV_WR_RDMA_WRITE, a_sge, reinterpret_cast<std::uint64_t>(b_.buf() + 4096), rkey),
+      0);
+  ibv_wc wc = wait(a_.cq);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
+  EXPECT_EQ(b_.buf()[4096], 0x22);
+  // Read-only now: a WRITE is a remote access error and writes nothing.
+  ASSERT_EQ(ibv_rereg_mr(b_.mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
+                         IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ),
+            0);
+  std::memset(a_.buf(), 0x33, 64);
+  ASSERT_EQ(
+      post(a_.qp, IBV_WR_RDMA_WRITE, a_sge, reinterpret_cast<std::uint64_t>(b_.buf() + 8192), rkey),
+      0);
+  wc = wait(a_.cq);
+  EXPECT_EQ(wc.status, IBV_WC_REM_ACCESS_ERR) << ibv_wc_status_str(wc.status);
+  EXPECT_EQ(b_.buf()[8192], 0xA5) << "nothing written";
+  EXPECT_TRUE(b_.guards_intact());
+}
+
 TEST_F(VerbsApi, ObjectsInUseCannotBeDestroyed) {
   EXPECT_EQ(ibv_destroy_cq(a_.cq), EBUSY) << "a QP completes into it";
   EXPECT_EQ(ibv_dealloc_pd(a_.pd), EBUSY) << "a QP and an MR use it";

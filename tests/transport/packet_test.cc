@@ -821,3 +821,35 @@ TEST(SecureRandom, QpnsAndPsnsAreUnpredictableAndInRange) {
 
 }  // namespace
 }  // namespace uroce::transport
+
+namespace uroce::transport {
+namespace {
+
+TEST(Cq, RemovingAQpsCompletionsKeepsTheOthersInOrder) {
+  Cq cq(8);
+  auto push = [&](std::uint64_t id, std::uint32_t qpn) {
+    Wc wc;
+    wc.wr_id = id;
+    wc.qp_num = qpn;
+    ASSERT_TRUE(cq.push(wc));
+  };
+  // Across the ring's end: four taken, then seven waiting in slots 4..10.
+  for (std::uint64_t i = 0; i < 4; ++i) push(i, 1);
+  Wc out[8];
+  ASSERT_EQ(cq.poll(out, 4), 4u);
+  for (std::uint64_t i = 4; i < 11; ++i) push(i, i % 2 ? 2 : 1);
+  EXPECT_EQ(cq.remove_qp(2), 3u);
+  EXPECT_EQ(cq.remove_qp(7), 0u);
+  ASSERT_EQ(cq.size(), 4u);
+  ASSERT_EQ(cq.poll(out, 8), 4u);
+  for (std::uint32_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(out[i].wr_id, 4 + 2 * i);
+    EXPECT_EQ(out[i].qp_num, 1u);
+  }
+  push(99, 2);  // the ring goes on from where it was left
+  ASSERT_EQ(cq.poll(out, 8), 1u);
+  EXPECT_EQ(out[0].wr_id, 99u);
+}
+
+}  // namespace
+}  // namespace uroce::transport

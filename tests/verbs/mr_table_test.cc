@@ -31,6 +31,40 @@ TEST(MrTable, KeysAreUnpredictableAndDistinct) {
   EXPECT_GT(low_bytes.size(), 100u) << "the key byte must vary";
 }
 
+TEST(MrTable, ReregChangesPdTranslationAndAccessButNotTheKeys) {
+  int quiesced = 0;
+  MrTable t([&] { ++quiesced; });
+  std::vector<std::uint8_t> a(4096), b(8192);
+  MrInfo mr;
+  ASSERT_EQ(t.reg(7, a.data(), a.size(), 0x1000, acc::kLocalWrite | acc::kRemoteWrite, &mr), 0);
+  MrTable::Change pd;
+  pd.pd = true;
+  pd.new_pd = 8;
+  ASSERT_EQ(t.rereg(mr.lkey, pd), 0);
+  EXPECT_EQ(quiesced, 1) << "the engine no longer holds the old view";
+  EXPECT_EQ(t.lookup(7, mr.rkey, 0x1000, 8, acc::kRemoteWrite).error, MemError::kBadKey);
+  EXPECT_EQ(t.lookup(8, mr.rkey, 0x1000, 8, acc::kRemoteWrite).ptr, a.data());
+  MrTable::Change move;
+  move.translation = true;
+  move.addr = b.data();
+  move.length = b.size();
+  move.iova = 0x9000;
+  ASSERT_EQ(t.rereg(mr.lkey, move), 0);
+  EXPECT_EQ(t.lookup(8, mr.rkey, 0x1000, 8, acc::kRemoteWrite).error, MemError::kBounds);
+  EXPECT_EQ(t.lookup(8, mr.rkey, 0x9000 + 8000, 8, acc::kRemoteWrite).ptr, b.data() + 8000);
+  MrTable::Change ro;
+  ro.access = true;
+  ro.flags = acc::kRemoteRead;
+  ASSERT_EQ(t.rereg(mr.lkey, ro), 0);
+  EXPECT_EQ(t.lookup(8, mr.rkey, 0x9000, 8, acc::kRemoteWrite).error, MemError::kAccess);
+  EXPECT_EQ(t.lookup(8, mr.rkey, 0x9000, 8, acc::kRemoteRead).ptr, b.data());
+  // Remote write without local write, or an unknown key: EINVAL, nothing changes.
+  ro.flags = acc::kRemoteWrite;
+  EXPECT_EQ(t.rereg(mr.lkey, ro), EINVAL);
+  EXPECT_EQ(t.rereg(mr.lkey ^ 0x100, pd), EINVAL);
+  EXPECT_EQ(t.lookup(8, mr.rkey, 0x9000, 8, acc::kRemoteRead).ptr, b.data());
+}
+
 TEST(MrTable, LookupChecksPdBoundsAndAccess) {
   MrTable t(nullptr);
   std::vector<std::uint8_t> buf(4096);
