@@ -128,10 +128,11 @@ run_uroce() {
 
 # ---- the flows: sender i writes to its own server on the receiver ----
 bw=(ib_write_bw -d uroce0 -x 1 -s 65536 -D "$seconds" --report_gbits)
-# Lossless queues at lab rates hold hundreds of milliseconds: a local ACK
-# timeout of 1 s (-u 18) keeps paused flows from timing out and going
-# back N for nothing.
-[[ $pfc == 1 ]] && bw+=(-u 18)
+# Queues at lab rates hold tens to hundreds of milliseconds (1 MB at
+# 100 Mb/s is 80 ms; lossless ones more), past perftest's default local
+# ACK timeout of 67 ms: 1 s (-u 18) keeps flows that wait in a queue, or
+# behind a pause, from timing out and going back N for nothing.
+[[ $pfc == 1 || $scenario == incast ]] && bw+=(-u 18)
 servers=()
 for i in $(seq 1 "$senders"); do
   run_uroce "$receiver" "10.78.0.$((100 + i))" "$out/server$i.log" "$out/server$i.stats" \
