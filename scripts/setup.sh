@@ -22,6 +22,8 @@ packages=(
   libdpdk-dev libisal-dev zlib1g-dev libboost-dev libspdlog-dev libfmt-dev libtomlplusplus-dev
   # the verbs surface and the unmodified programs that must run over it
   libibverbs-dev ibverbs-utils perftest
+  # rdma-core's own verbs test suite, run over uroce by tests/conformance
+  python3-pyverbs
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev tshark iproute2 procps ethtool
   # the testbed's scenarios: tables, plots, a PFC storm from a raw socket

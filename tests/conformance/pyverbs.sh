@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# rdma-core's own verbs test suite (Debian's python3-pyverbs installs it
+# under /usr/share/doc/rdma-core/tests) over uroce: one module, run by
+# run_tests.py through uroce-run on a device whose port is one end of a
+# veth pair in a network namespace of its own. Prints the module's
+# counts and the reason of each group of skips; fails on any failure or
+# error, or if nothing ran.
+#   tests/conformance/pyverbs.sh BIN_DIR MODULE      (as root)
+set -euo pipefail
+
+bin=$1
+module=$2
+suite=/usr/share/doc/rdma-core/tests
+if [[ ! -f $suite/run_tests.py ]]; then
+  echo "rdma-core's test suite is missing: install python3-pyverbs (scripts/setup.sh does)" >&2
+  exit 1
+fi
+work=$(mktemp -d)
+ns=upv$$
+cleanup() {
+  ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+  ip netns del "$ns" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# The suite as a package named tests, its compressed modules expanded.
+cp -r "$suite" "$work/tests"
+gunzip -f "$work"/tests/*.gz
+
+ip netns add "$ns"
+ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+ip -n "$ns" link add rdma type veth peer name peer
+ip -n "$ns" link set lo up
+ip -n "$ns" link set rdma up
+ip -n "$ns" link set peer up
+
+status=0
+ip netns exec "$ns" "$bin/uroce-run" --port net_af_packet0,iface=rdma --ip 10.77.0.1/24 -- \
+  /usr/bin/python3 "$work/tests/run_tests.py" --dev uroce0 --gid 1 -v "$module" \
+  >"$work/log" 2>&1 || status=$?
+cat "$work/log"
+
+# unittest's -v lines: "name (tests.module.Class.name) ... result", the
+# result sometimes on the next line (after a docstring or a print).
+summary=$(python3 - "$work/log" "$module" <<'PY'
+import collections, re, sys
+counts = collections.Counter()
+skips = collections.Counter()
+known = ("ok", "skipped", "FAIL", "ERROR", "expected failure", "unexpected success")
+pending = False
+for line in open(sys.argv[1], errors="replace"):
+    line = line.rstrip("\n")
+    m = re.match(r"^test_\S+ \(tests\.\w+\.\S+\)(?: \.\.\. (.*))?$", line)
+    if m:
+        res = m.group(1) or ""
+    elif pending:
+        res = line.split(" ... ", 1)[-1]
+    else:
+        continue
+    pending = not res.startswith(known)
+    if pending:
+        continue
+    if res.startswith("ok"):
+        counts["passed"] += 1
+    elif res.startswith("skipped"):
+        counts["skipped"] += 1
+        skips[res[len("skipped "):]] += 1
+    elif res.startswith("FAIL") or res.startswith("unexpected success"):
+        counts["failed"] += 1
+    elif res.startswith("ERROR"):
+        counts["errors"] += 1
+    else:
+        counts["passed"] += 1  # an expected failure
+total = sum(counts.values())
+print(f"pyverbs {sys.argv[2]}: {total} tests, {counts['passed']} passed, "
+      f"{counts['skipped']} skipped, {counts['failed']} failed, {counts['errors']} errors")
+for reason, n in sorted(skips.items()):
+    print(f"  skipped {n}: {reason}")
+PY
+)
+echo "$summary"
+ran=$(grep -Eo '^Ran [0-9]+ tests?' "$work/log" | grep -Eo '[0-9]+' || echo 0)
+if [[ $status -ne 0 || $ran -eq 0 ]] || grep -Eq '^pyverbs .* [1-9][0-9]* (failed|errors)' <<<"$summary"; then
+  echo "pyverbs $module: not clean (exit status $status, $ran tests ran)" >&2
+  exit 1
+fi
