@@ -9,6 +9,7 @@
 #include "drivers/ibverbs/forward.h"
 #include "drivers/ibverbs/provider.h"
 #include "transport/limits.h"
+#include "verbs/odp.h"
 
 #undef ibv_query_port
 
@@ -116,6 +117,19 @@ int query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input,
   fill_device_attr(*c->dev, &a.orig_attr);
   a.max_dm_size = 0;
   a.phys_port_cnt_ex = a.orig_attr.phys_port_cnt;
+  if (verbs::odp::available()) {
+    // Every region may be on demand: the engine checks an ODP range against
+    // the process's mappings at each access (verbs/odp.h), whatever
+    // carries it. Each transport lists the operations it has; UD has
+    // SEND and RECV only, and an SRQ serves RC and UC QPs here as well.
+    a.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+    a.odp_caps.per_transport_caps.rc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+                                                IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+                                                IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
+    a.odp_caps.per_transport_caps.uc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+                                                IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_SRQ_RECV;
+    a.odp_caps.per_transport_caps.ud_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV;
+  }
   std::memcpy(attr, &a, std::min(len, sizeof(a)));
   return 0;
 }

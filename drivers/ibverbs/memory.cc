@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // Protection domains and memory regions. A region is the program's own
-// memory; the engine copies to and from it under the region's keys.
+// memory; the engine copies to and from it under the region's keys. An
+// on-demand paging region (IBV_ACCESS_ON_DEMAND) is checked against the
+// process's mappings at every access instead (verbs/odp.h); an implicit
+// one (null address, SIZE_MAX length) spans the whole address space.
 
 #include <cerrno>
 #include <cstdint>
+#include <limits>
 
 #include "drivers/ibverbs/forward.h"
 #include "drivers/ibverbs/provider.h"
@@ -25,17 +29,17 @@ constexpr int kIgnored =
 ibv_mr* reg(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned access) {
   UPd* p = to_u<UPd>(pd);
   UContext* c = ours(pd->context);
-  if (access & IBV_ACCESS_ON_DEMAND) {
-    errno = EOPNOTSUPP;  // every region is pinned program memory already
-    return nullptr;
-  }
-  if ((access & ~static_cast<unsigned>(kEnforced | kIgnored)) != 0 || length == 0 ||
-      (addr == nullptr && length != 0)) {
+  const bool on_demand = (access & IBV_ACCESS_ON_DEMAND) != 0;
+  const bool implicit =
+      on_demand && addr == nullptr && length == std::numeric_limits<size_t>::max() && iova == 0;
+  if ((access & ~static_cast<unsigned>(kEnforced | kIgnored | IBV_ACCESS_ON_DEMAND)) != 0 ||
+      length == 0 || (addr == nullptr && !implicit)) {
     errno = EINVAL;
     return nullptr;
   }
   uroce::verbs::MrInfo info;
-  if (int rc = c->dev->mrs().reg(p->id, addr, length, iova, access & kEnforced, &info); rc != 0) {
+  if (int rc = c->dev->mrs().reg(p->id, addr, length, iova, access & kEnforced, &info, on_demand);
+      rc != 0) {
     errno = rc;
     return nullptr;
   }
@@ -53,6 +57,49 @@ ibv_mr* reg(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned acces
 }
 
 }  // namespace
+
+namespace uroce::ibverbs {
+
+int advise_mr(ibv_pd* pd, ibv_advise_mr_advice advice, uint32_t flags, ibv_sge* sg_list,
+              uint32_t num_sge) {
+  if (!pd || !ours(pd->context)) return EINVAL;
+  bool write = false;
+  bool fault = true;
+  switch (advice) {
+    case IBV_ADVISE_MR_ADVICE_PREFETCH:
+      break;
+    case IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE:
+      write = true;
+      break;
+    case IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT:
+      fault = false;
+      break;
+    default:
+      return ENOTSUP;
+  }
+  if ((flags & ~static_cast<uint32_t>(IBV_ADVISE_MR_FLAG_FLUSH)) != 0) return EINVAL;
+  if (num_sge == 0 || sg_list == nullptr) return EINVAL;
+  // Every SGE is checked before any is acted on, so a bad list does
+  // nothing. The prefetch itself runs here, synchronously, with or without
+  // IBV_ADVISE_MR_FLAG_FLUSH: it is cheap, and finishing early is allowed.
+  // Only a flushed prefetch reports pages it could not fault in, as an
+  // asynchronous one could not.
+  const auto& mrs = ours(pd->context)->dev->mrs();
+  const verbs::PdId id = to_u<UPd>(pd)->id;
+  for (uint32_t i = 0; i < num_sge; ++i) {
+    const ibv_sge& s = sg_list[i];
+    if (int rc = mrs.advise(id, s.lkey, s.addr, s.length, write, false); rc != 0) return rc;
+  }
+  if (!fault) return 0;  // the device sees the CPU's page tables: nothing to present
+  for (uint32_t i = 0; i < num_sge; ++i) {
+    const ibv_sge& s = sg_list[i];
+    const int rc = mrs.advise(id, s.lkey, s.addr, s.length, write, true);
+    if (rc != 0 && (flags & IBV_ADVISE_MR_FLAG_FLUSH)) return rc;
+  }
+  return 0;
+}
+
+}  // namespace uroce::ibverbs
 
 extern "C" {
 

@@ -180,10 +180,12 @@ U* to_u(T* ibv) {
   return reinterpret_cast<U*>(ibv);
 }
 
-// The context's operations (context.cc, cq.cc, qp.cc).
+// The context's operations (context.cc, memory.cc, cq.cc, qp.cc).
 int query_port(ibv_context* ctx, uint8_t port, ibv_port_attr* attr, size_t len);
 int query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input,
                     ibv_device_attr_ex* attr, size_t len);
+int advise_mr(ibv_pd* pd, ibv_advise_mr_advice advice, uint32_t flags, ibv_sge* sg_list,
+              uint32_t num_sge);
 int poll_cq(ibv_cq* cq, int n, ibv_wc* wc);
 int req_notify_cq(ibv_cq* cq, int solicited_only);
 int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad);

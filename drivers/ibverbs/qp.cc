@@ -310,7 +310,10 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
   a.rq_psn = attr->rq_psn;
   a.sq_psn = attr->sq_psn;
   a.dest_qp_num = attr->dest_qp_num;
-  a.qp_access_flags = attr->qp_access_flags;
+  // IBV_ACCESS_ON_DEMAND describes regions, not QPs; programs that hand a
+  // region's flags to modify_qp (pyverbs' ODP tests do) pass it, and the
+  // kernel's drivers ignore it, so it is dropped here too.
+  a.qp_access_flags = attr->qp_access_flags & ~static_cast<unsigned>(IBV_ACCESS_ON_DEMAND);
   a.max_rd_atomic = attr->max_rd_atomic;
   a.max_dest_rd_atomic = attr->max_dest_rd_atomic;
   a.min_rnr_timer = attr->min_rnr_timer;
@@ -320,7 +323,8 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
   if ((mask & am::kAccessFlags) &&
       (attr->qp_access_flags &
        ~static_cast<unsigned>(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-                              IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)))
+                              IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+                              IBV_ACCESS_ON_DEMAND)))
     return EINVAL;
 
   uroce::verbs::AddressVector av;

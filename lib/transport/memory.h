@@ -13,9 +13,10 @@ namespace uroce::transport {
 /// Why a memory lookup failed.
 enum class MemError : std::uint8_t {
   kNone,
-  kBadKey,  ///< no such key, or not in this QP's protection domain
-  kBounds,  ///< the range leaves the region
-  kAccess,  ///< the region does not grant the access asked for
+  kBadKey,     ///< no such key, or not in this QP's protection domain
+  kBounds,     ///< the range leaves the region
+  kAccess,     ///< the region does not grant the access asked for
+  kNotMapped,  ///< an on-demand paging region's range is not mapped for that access
 };
 
 /// A resolved range: host memory the caller may touch for `length` bytes.

@@ -2,12 +2,15 @@
 #include "verbs/mr_table.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <set>
 #include <vector>
 
 #include "transport/types.h"
+#include "verbs/odp.h"
 
 namespace uroce::verbs {
 namespace {
@@ -120,6 +123,90 @@ TEST(MrTable, AFullTableSaysEnomem) {
   MrInfo mr;
   for (std::uint32_t i = 1; i < MrTable::kMaxMr; ++i) ASSERT_EQ(t.reg(1, &b, 1, 0, 0, &mr), 0);
   EXPECT_EQ(t.reg(1, &b, 1, 0, 0, &mr), ENOMEM);
+}
+
+// Three pages: read-write, read-only, then one unmapped. Unmapped at the
+// end of the test.
+struct ThreePages {
+  ThreePages() {
+    page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    void* p = mmap(nullptr, 3 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    base = static_cast<std::uint8_t*>(p);
+    mprotect(base + page, page, PROT_READ);
+    munmap(base + 2 * page, page);
+  }
+  ~ThreePages() { munmap(base, 2 * page); }
+  std::uint64_t at(std::size_t offset) const {
+    return reinterpret_cast<std::uint64_t>(base) + offset;
+  }
+  std::size_t page = 0;
+  std::uint8_t* base = nullptr;
+};
+
+TEST(MrTable, OnDemandLookupsFailWhereTheProcessHasNoMapping) {
+  if (!odp::available()) GTEST_SKIP() << "no MADV_POPULATE_* in this kernel";
+  MrTable t(nullptr);
+  ThreePages m;
+  const unsigned all = acc::kLocalWrite | acc::kRemoteWrite | acc::kRemoteRead;
+  MrInfo mr;
+  ASSERT_EQ(t.reg(1, m.base, 3 * m.page, m.at(0), all, &mr, true), 0);
+  EXPECT_TRUE(t.lookup(1, mr.rkey, m.at(0), m.page, acc::kRemoteWrite));
+  EXPECT_TRUE(t.lookup(1, mr.rkey, m.at(m.page), m.page, acc::kRemoteRead));
+  EXPECT_EQ(t.lookup(1, mr.rkey, m.at(m.page - 4), 8, acc::kRemoteWrite).error,
+            MemError::kNotMapped)
+      << "half of it read-only";
+  EXPECT_EQ(t.lookup(1, mr.rkey, m.at(2 * m.page), 1, acc::kRemoteRead).error,
+            MemError::kNotMapped);
+  EXPECT_EQ(t.lookup(1, mr.rkey, m.at(0), 3 * m.page, 0).error, MemError::kNotMapped);
+}
+
+TEST(MrTable, AnImplicitRegionSpansTheAddressSpaceAndChecksEveryAccess) {
+  if (!odp::available()) GTEST_SKIP() << "no MADV_POPULATE_* in this kernel";
+  MrTable t(nullptr);
+  ThreePages m;
+  MrInfo mr;
+  EXPECT_EQ(t.reg(1, nullptr, MrTable::kImplicitLength, 0, acc::kLocalWrite, &mr), EINVAL)
+      << "only on demand";
+  EXPECT_EQ(t.reg(1, nullptr, MrTable::kImplicitLength, 0x1000, acc::kLocalWrite, &mr, true),
+            EINVAL)
+      << "the IOVA is the address";
+  ASSERT_EQ(t.reg(1, nullptr, MrTable::kImplicitLength, 0,
+                  acc::kLocalWrite | acc::kRemoteWrite | acc::kRemoteRead, &mr, true),
+            0);
+  const auto ok = t.lookup(1, mr.rkey, m.at(8), 100, acc::kRemoteWrite);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok.ptr, m.base + 8);
+  EXPECT_EQ(t.lookup(1, mr.rkey, m.at(2 * m.page), 8, acc::kRemoteRead).error,
+            MemError::kNotMapped);
+  EXPECT_EQ(t.lookup(1, mr.rkey, 0, 8, acc::kRemoteRead).error, MemError::kNotMapped) << "null";
+  EXPECT_EQ(t.lookup(1, mr.rkey, 0xFFFF800000000000ull, 8, acc::kRemoteRead).error,
+            MemError::kNotMapped)
+      << "kernel half";
+  EXPECT_EQ(t.lookup(1, mr.rkey, ~0ull - 3, 8, acc::kRemoteRead).error, MemError::kBounds)
+      << "no wrap-around";
+  EXPECT_EQ(t.lookup(2, mr.rkey, m.at(0), 8, 0).error, MemError::kBadKey) << "other PD";
+}
+
+TEST(MrTable, AdviceChecksKeysRangesAndAccessAsIbvAdviseMrSays) {
+  if (!odp::available()) GTEST_SKIP() << "no MADV_POPULATE_* in this kernel";
+  MrTable t(nullptr);
+  ThreePages m;
+  MrInfo odp_ro;
+  MrInfo odp_rw;
+  MrInfo pinned;
+  ASSERT_EQ(t.reg(1, m.base, 3 * m.page, m.at(0), 0, &odp_ro, true), 0);
+  ASSERT_EQ(t.reg(1, m.base, 3 * m.page, m.at(0), acc::kLocalWrite, &odp_rw, true), 0);
+  ASSERT_EQ(t.reg(1, m.base, m.page, m.at(0), acc::kLocalWrite, &pinned), 0);
+  EXPECT_EQ(t.advise(1, odp_rw.lkey, m.at(0), m.page, true, true), 0);
+  EXPECT_EQ(t.advise(1, odp_ro.lkey, m.at(0), 2 * m.page, false, true), 0);
+  EXPECT_EQ(t.advise(1, odp_ro.lkey, m.at(0), m.page, true, true), EPERM) << "not writable";
+  EXPECT_EQ(t.advise(1, pinned.lkey, m.at(0), m.page, false, true), ENOENT) << "not ODP";
+  EXPECT_EQ(t.advise(2, odp_rw.lkey, m.at(0), m.page, false, true), EFAULT) << "other PD";
+  EXPECT_EQ(t.advise(1, odp_rw.lkey ^ 1, m.at(0), m.page, false, true), EFAULT) << "bad key";
+  EXPECT_EQ(t.advise(1, odp_rw.lkey, m.at(0), 4 * m.page, false, true), EFAULT) << "bounds";
+  EXPECT_EQ(t.advise(1, odp_rw.lkey, m.at(2 * m.page), 8, false, true), EFAULT) << "unmapped";
+  EXPECT_EQ(t.advise(1, odp_rw.lkey, m.at(2 * m.page), 8, false, false), 0) << "no fault";
+  EXPECT_EQ(t.advise(1, odp_rw.lkey, m.at(m.page), 8, true, true), EFAULT) << "read-only page";
 }
 
 }  // namespace
