@@ -20,6 +20,21 @@ static_assert(transport::wc_flags::kGrh == IBV_WC_GRH);
 static_assert(transport::wc_flags::kWithImm == IBV_WC_WITH_IMM);
 static_assert(transport::wc_flags::kWithInv == IBV_WC_WITH_INV);
 
+int poll_ring(CqRing& ring, int n, ibv_wc* wc) {
+  transport::Wc buf[32];
+  int got = 0;
+  while (got < n) {
+    const auto want = static_cast<std::uint32_t>(std::min(n - got, 32));
+    const std::uint32_t k = ring.poll(buf, want);
+    for (std::uint32_t i = 0; i < k; ++i) to_ibv_wc(buf[i], &wc[got + static_cast<int>(i)]);
+    got += static_cast<int>(k);
+    if (k < want) break;
+  }
+  return got;
+}
+
+}  // namespace
+
 void to_ibv_wc(const transport::Wc& w, ibv_wc* out) {
   out->wr_id = w.wr_id;
   out->status = static_cast<ibv_wc_status>(w.status);
@@ -35,21 +50,6 @@ void to_ibv_wc(const transport::Wc& w, ibv_wc* out) {
   out->sl = w.sl;
   out->dlid_path_bits = w.dlid_path_bits;
 }
-
-int poll_ring(CqRing& ring, int n, ibv_wc* wc) {
-  transport::Wc buf[32];
-  int got = 0;
-  while (got < n) {
-    const auto want = static_cast<std::uint32_t>(std::min(n - got, 32));
-    const std::uint32_t k = ring.poll(buf, want);
-    for (std::uint32_t i = 0; i < k; ++i) to_ibv_wc(buf[i], &wc[got + static_cast<int>(i)]);
-    got += static_cast<int>(k);
-    if (k < want) break;
-  }
-  return got;
-}
-
-}  // namespace
 
 int poll_cq(ibv_cq* cq, int n, ibv_wc* wc) {
   UCq* q = to_u<UCq>(cq);
@@ -72,10 +72,31 @@ int req_notify_cq(ibv_cq* cq, int solicited_only) {
   return 0;
 }
 
-ibv_cq_ex* create_cq_ex(ibv_context*, ibv_cq_init_attr_ex*) {
-  // The extended CQ (ibv_cq_ex, with timestamps) is not offered.
-  errno = EOPNOTSUPP;
-  return nullptr;
+UCq* make_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
+             int comp_vector) {
+  UContext* c = ours(context);
+  if (cqe <= 0 || static_cast<std::uint32_t>(cqe) > c->dev->attr().max_cqe || comp_vector < 0 ||
+      comp_vector >= context->num_comp_vectors || (channel && !ours(channel->context))) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  auto* q = new UCq();
+  q->ring = std::make_unique<CqRing>(static_cast<std::uint32_t>(cqe));
+  q->ring->owner = &q->ibv;
+  q->ring->set_events(&c->events);
+  q->ibv.context = context;
+  q->ibv.channel = channel;
+  q->ibv.cq_context = cq_context;
+  q->ibv.cqe = cqe;
+  pthread_mutex_init(&q->ibv.mutex, nullptr);
+  pthread_cond_init(&q->ibv.cond, nullptr);
+  if (channel) {
+    q->channel = to_u<UChannel>(channel);
+    q->channel->users.fetch_add(1);
+    q->ring->set_notifier(&q->channel->channel);
+  }
+  c->objects.fetch_add(1);
+  return q;
 }
 
 }  // namespace uroce::ibverbs
@@ -115,28 +136,8 @@ ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_
   if (!c)
     UROCE_FORWARD(ibv_create_cq, "IBVERBS_1.1", nullptr, context, cqe, cq_context, channel,
                   comp_vector);
-  if (cqe <= 0 || static_cast<std::uint32_t>(cqe) > c->dev->attr().max_cqe || comp_vector < 0 ||
-      comp_vector >= context->num_comp_vectors || (channel && !ours(channel->context))) {
-    errno = EINVAL;
-    return nullptr;
-  }
-  auto* q = new UCq();
-  q->ring = std::make_unique<CqRing>(static_cast<std::uint32_t>(cqe));
-  q->ring->owner = &q->ibv;
-  q->ring->set_events(&c->events);
-  q->ibv.context = context;
-  q->ibv.channel = channel;
-  q->ibv.cq_context = cq_context;
-  q->ibv.cqe = cqe;
-  pthread_mutex_init(&q->ibv.mutex, nullptr);
-  pthread_cond_init(&q->ibv.cond, nullptr);
-  if (channel) {
-    q->channel = to_u<UChannel>(channel);
-    q->channel->users.fetch_add(1);
-    q->ring->set_notifier(&q->channel->channel);
-  }
-  c->objects.fetch_add(1);
-  return &q->ibv;
+  UCq* q = make_cq(context, cqe, cq_context, channel, comp_vector);
+  return q ? &q->ibv : nullptr;
 }
 
 int ibv_destroy_cq(ibv_cq* cq) {
@@ -158,7 +159,21 @@ int ibv_destroy_cq(ibv_cq* cq) {
 
 int ibv_resize_cq(ibv_cq* cq, int cqe) {
   if (!cq || !ours(cq->context)) UROCE_FORWARD(ibv_resize_cq, "IBVERBS_1.1", ENOSYS, cq, cqe);
-  return EOPNOTSUPP;  // a CQ keeps the depth it was created with
+  UCq* q = to_u<UCq>(cq);
+  UContext* c = ours(cq->context);
+  if (cqe <= 0 || static_cast<std::uint32_t>(cqe) > c->dev->attr().max_cqe) return EINVAL;
+  // Let the engine finish what is in hand (a NIC would have written those
+  // completions already): the check below is against what the CQ holds.
+  for (int i = 0; i < 16; ++i) {
+    std::uint32_t work = 0;
+    if (!c->dev->engine().try_poll(uroce::engine::now_ns(), &work) || work == 0) break;
+  }
+  std::lock_guard lock(q->poll_mu);
+  bool ok = false;
+  c->dev->engine().locked([&] { ok = q->ring->resize(static_cast<std::uint32_t>(cqe)); });
+  if (!ok) return EINVAL;  // more completions wait than the new size holds
+  cq->cqe = cqe;
+  return 0;
 }
 
 int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {

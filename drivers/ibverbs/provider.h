@@ -116,11 +116,17 @@ struct CqRing : transport::Cq {
 };
 
 struct UCq {
-  ibv_cq ibv{};
+  // An extended CQ is an ibv_cq_ex, whose leading fields are ibv_cq's
+  // (libibverbs' ibv_cq_ex_to_cq casts one to the other).
+  union {
+    ibv_cq ibv;
+    ibv_cq_ex ibvx;
+  };
   std::mutex poll_mu;  ///< the ring has one consumer; programs may poll from several threads
   std::atomic<std::uint32_t> users{0};  ///< objects using it: EBUSY on destroy
   std::unique_ptr<CqRing> ring;
   UChannel* channel = nullptr;
+  ibv_wc current{};  ///< an extended CQ's completion between start_poll and end_poll
 };
 
 /// A shared receive queue that knows the ibv_srq it belongs to (limit
@@ -187,6 +193,11 @@ int query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input,
 int advise_mr(ibv_pd* pd, ibv_advise_mr_advice advice, uint32_t flags, ibv_sge* sg_list,
               uint32_t num_sge);
 int poll_cq(ibv_cq* cq, int n, ibv_wc* wc);
+/// A CQ of `cqe` entries, checked as ibv_create_cq checks (errno set on
+/// failure); cq.cc.
+UCq* make_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
+             int comp_vector);
+void to_ibv_wc(const transport::Wc& w, ibv_wc* out);
 int req_notify_cq(ibv_cq* cq, int solicited_only);
 int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad);
 int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad);

@@ -55,6 +55,18 @@ std::uint32_t Cq::remove_qp(std::uint32_t qpn) {
   return static_cast<std::uint32_t>(tail - kept);
 }
 
+bool Cq::resize(std::uint32_t depth) {
+  const std::uint64_t head = head_.load(std::memory_order_acquire);
+  const std::uint64_t tail = tail_.load(std::memory_order_acquire);
+  if (depth == 0 || tail - head > depth) return false;
+  std::vector<Wc> ring(depth);
+  for (std::uint64_t i = head; i < tail; ++i) ring[i - head] = ring_[i % ring_.size()];
+  ring_.swap(ring);
+  head_.store(0, std::memory_order_release);
+  tail_.store(tail - head, std::memory_order_release);
+  return true;
+}
+
 std::uint32_t Cq::size() const {
   return static_cast<std::uint32_t>(tail_.load(std::memory_order_acquire) -
                                     head_.load(std::memory_order_acquire));

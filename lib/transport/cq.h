@@ -49,6 +49,11 @@ class Cq {
   /// engine and the CQ's poll lock.
   std::uint32_t remove_qp(std::uint32_t qpn);
 
+  /// Gives the CQ room for `depth` completions, keeping those waiting in
+  /// order; false (nothing changes) when more than `depth` wait. Under the
+  /// same rule as remove_qp.
+  bool resize(std::uint32_t depth);
+
   std::uint32_t depth() const { return static_cast<std::uint32_t>(ring_.size()); }
   /// Completions waiting (a snapshot).
   std::uint32_t size() const;

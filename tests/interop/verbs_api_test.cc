@@ -495,6 +495,80 @@ TEST_F(VerbsApi, ReregMrChangesAccessAndTranslationInPlace) {
   EXPECT_TRUE(b_.guards_intact());
 }
 
+TEST_F(VerbsApi, ExtendedCqPollsOneCompletionAtATime) {
+  ibv_cq_init_attr_ex bad{};
+  bad.cqe = 16;
+  bad.wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
+  errno = 0;
+  EXPECT_EQ(ibv_create_cq_ex(a_.ctx, &bad), nullptr) << "no timestamps";
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  bad.wc_flags = 0;
+  bad.cqe = 0;
+  EXPECT_EQ(ibv_create_cq_ex(a_.ctx, &bad), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+
+  ibv_cq_init_attr_ex attr{};
+  attr.cqe = 16;
+  attr.wc_flags = IBV_WC_STANDARD_FLAGS;
+  ibv_cq_ex* cqx = ibv_create_cq_ex(a_.ctx, &attr);
+  ASSERT_NE(cqx, nullptr);
+  ibv_poll_cq_attr pa{};
+  EXPECT_EQ(ibv_start_poll(cqx, &pa), ENOENT) << "empty";
+  // a's QP completes into the extended CQ.
+  ASSERT_EQ(ibv_destroy_qp(a_.qp), 0);
+  ibv_qp_init_attr init{};
+  init.send_cq = init.recv_cq = ibv_cq_ex_to_cq(cqx);
+  init.qp_type = IBV_QPT_RC;
+  init.cap.max_send_wr = init.cap.max_recv_wr = 16;
+  init.cap.max_send_sge = init.cap.max_recv_sge = 1;
+  a_.qp = ibv_create_qp(a_.pd, &init);
+  ASSERT_NE(a_.qp, nullptr);
+  connect();
+  const ibv_sge sge{reinterpret_cast<std::uint64_t>(a_.buf()), 256, a_.mr->lkey};
+  for (int i = 0; i < 2; ++i)
+    ASSERT_EQ(
+        post(a_.qp, IBV_WR_RDMA_WRITE, sge, reinterpret_cast<std::uint64_t>(b_.buf()), b_.mr->rkey),
+        0);
+  const auto end = std::chrono::steady_clock::now() + 30s;
+  int rc;
+  while ((rc = ibv_start_poll(cqx, &pa)) == ENOENT && std::chrono::steady_clock::now() < end) {
+  }
+  ASSERT_EQ(rc, 0);
+  for (int seen = 1;; ++seen) {
+    EXPECT_EQ(cqx->wr_id, 7u);
+    EXPECT_EQ(cqx->status, IBV_WC_SUCCESS) << ibv_wc_status_str(cqx->status);
+    EXPECT_EQ(ibv_wc_read_opcode(cqx), IBV_WC_RDMA_WRITE);
+    EXPECT_EQ(ibv_wc_read_qp_num(cqx), a_.qp->qp_num);
+    if (seen == 2) break;
+    while ((rc = ibv_next_poll(cqx)) == ENOENT && std::chrono::steady_clock::now() < end) {
+    }
+    ASSERT_EQ(rc, 0);
+  }
+  ibv_end_poll(cqx);
+  EXPECT_EQ(ibv_destroy_qp(a_.qp), 0);
+  a_.qp = nullptr;
+  EXPECT_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(cqx)), 0);
+}
+
+TEST_F(VerbsApi, ResizeCqChangesTheDepthAndTheQpGoesOn) {
+  EXPECT_EQ(ibv_resize_cq(a_.cq, 0), EINVAL);
+  EXPECT_EQ(ibv_resize_cq(a_.cq, 1 << 30), EINVAL);
+  ASSERT_EQ(ibv_resize_cq(a_.cq, 4), 0);
+  EXPECT_EQ(a_.cq->cqe, 4);
+  connect();
+  const ibv_sge sge{reinterpret_cast<std::uint64_t>(a_.buf()), 64, a_.mr->lkey};
+  ASSERT_EQ(
+      post(a_.qp, IBV_WR_RDMA_WRITE, sge, reinterpret_cast<std::uint64_t>(b_.buf()), b_.mr->rkey),
+      0);
+  EXPECT_EQ(wait(a_.cq).status, IBV_WC_SUCCESS);
+  ASSERT_EQ(ibv_resize_cq(a_.cq, 256), 0);
+  EXPECT_EQ(a_.cq->cqe, 256);
+  ASSERT_EQ(
+      post(a_.qp, IBV_WR_RDMA_WRITE, sge, reinterpret_cast<std::uint64_t>(b_.buf()), b_.mr->rkey),
+      0);
+  EXPECT_EQ(wait(a_.cq).status, IBV_WC_SUCCESS);
+}
+
 TEST_F(VerbsApi, ObjectsInUseCannotBeDestroyed) {
   EXPECT_EQ(ibv_destroy_cq(a_.cq), EBUSY) << "a QP completes into it";
   EXPECT_EQ(ibv_dealloc_pd(a_.pd), EBUSY) << "a QP and an MR use it";

@@ -853,3 +853,35 @@ TEST(Cq, RemovingAQpsCompletionsKeepsTheOthersInOrder) {
 
 }  // namespace
 }  // namespace uroce::transport
+
+namespace uroce::transport {
+namespace {
+
+TEST(Cq, ResizeKeepsWhatWaitsAndRefusesToDropAny) {
+  Cq cq(4);
+  Wc wc, out[8];
+  for (std::uint64_t i = 0; i < 3; ++i) {
+    wc.wr_id = i;
+    ASSERT_TRUE(cq.push(wc));
+  }
+  ASSERT_EQ(cq.poll(out, 2), 2u);
+  for (std::uint64_t i = 3; i < 6; ++i) {  // wraps around the 4 slots
+    wc.wr_id = i;
+    ASSERT_TRUE(cq.push(wc));
+  }
+  EXPECT_FALSE(cq.resize(3)) << "four wait";
+  EXPECT_EQ(cq.depth(), 4u);
+  ASSERT_TRUE(cq.resize(6));
+  EXPECT_EQ(cq.depth(), 6u);
+  for (std::uint64_t i = 6; i < 8; ++i) {
+    wc.wr_id = i;
+    ASSERT_TRUE(cq.push(wc));
+  }
+  ASSERT_EQ(cq.poll(out, 8), 6u);
+  for (std::uint64_t i = 0; i < 6; ++i) EXPECT_EQ(out[i].wr_id, 2 + i);
+  ASSERT_TRUE(cq.resize(1));
+  EXPECT_FALSE(cq.resize(0));
+}
+
+}  // namespace
+}  // namespace uroce::transport
