@@ -72,11 +72,17 @@ ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) {
     errno = EINVAL;
     return nullptr;
   }
-  // Asked for what it cannot report, or for a parent domain's allocators
-  // or overrun semantics it does not have: not supported, as libibverbs
-  // documents for ibv_create_cq_ex.
+  // Asked for what it cannot report, or for overrun semantics it does
+  // not have: not supported, as libibverbs documents for
+  // ibv_create_cq_ex. A parent domain is welcome (domain.cc).
   const bool with_flags = attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS;
-  if ((attr->wc_flags & ~kWcFlags) != 0 || (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) ||
+  if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+      (!attr->parent_domain || attr->parent_domain->context != context ||
+       !to_u<UPd>(attr->parent_domain)->parent)) {
+    errno = EINVAL;  // not a parent domain of this context
+    return nullptr;
+  }
+  if ((attr->wc_flags & ~kWcFlags) != 0 ||
       (with_flags &&
        (attr->flags & ~static_cast<uint32_t>(IBV_CREATE_CQ_ATTR_SINGLE_THREADED)) != 0)) {
     errno = EOPNOTSUPP;

@@ -222,6 +222,9 @@ ibv_context* ibv_open_device(ibv_device* device) {
   v.create_qp_ex = create_qp_ex;
   v.create_cq_ex = create_cq_ex;
   v.create_srq_ex = create_srq_ex;
+  v.alloc_td = alloc_td;
+  v.dealloc_td = dealloc_td;
+  v.alloc_parent_domain = alloc_parent_domain;
   // The port's link going up or down is an asynchronous event.
   c->link_listener = c->dev->add_link_listener([c](bool up) {
     ibv_async_event e{};

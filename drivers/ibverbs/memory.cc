@@ -119,6 +119,8 @@ int ibv_dealloc_pd(ibv_pd* pd) {
   UPd* p = to_u<UPd>(pd);
   if (p->users.load() != 0) return EBUSY;
   ours(pd->context)->objects.fetch_sub(1);
+  if (p->parent) p->parent->users.fetch_sub(1);
+  if (p->td) p->td->users.fetch_sub(1);
   delete p;
   return 0;
 }

@@ -91,10 +91,20 @@ void post_async_event(UContext* c, const ibv_async_event& e);
 /// destroyed), so ibv_get_async_event never hands out a freed pointer.
 void forget_async_events(UContext* c, const void* object);
 
+struct UTd {
+  ibv_td ibv{};
+  std::atomic<std::uint32_t> users{0};  ///< parent domains using it: EBUSY on destroy
+};
+
+/// A protection domain, or a parent domain (ibv_alloc_parent_domain): a
+/// PD of its own for the program, with the protection of `parent`, whose
+/// objects it may reach and whose id it carries.
 struct UPd {
   ibv_pd ibv{};
   std::atomic<std::uint32_t> users{0};  ///< objects using it: EBUSY on destroy
   verbs::PdId id = 0;
+  UPd* parent = nullptr;  ///< set for a parent domain
+  UTd* td = nullptr;      ///< a parent domain's thread domain, if any
 };
 
 struct UMr {
@@ -204,6 +214,10 @@ int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad);
 int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad);
 ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* attr);
 ibv_cq_ex* create_cq_ex(ibv_context* ctx, ibv_cq_init_attr_ex* attr);
+// Thread and parent domains (domain.cc).
+ibv_td* alloc_td(ibv_context* context, ibv_td_init_attr* attr);
+int dealloc_td(ibv_td* td);
+ibv_pd* alloc_parent_domain(ibv_context* context, ibv_parent_domain_init_attr* attr);
 ibv_srq* create_srq_ex(ibv_context* ctx, ibv_srq_init_attr_ex* attr);
 
 /// Sets up the ibv_qp_ex wr_* operations of a new QP (qp_ex.cc).

@@ -569,6 +569,48 @@ TEST_F(VerbsApi, ResizeCqChangesTheDepthAndTheQpGoesOn) {
   EXPECT_EQ(wait(a_.cq).status, IBV_WC_SUCCESS);
 }
 
+TEST_F(VerbsApi, AParentDomainIsAPdWithItsParentsProtection) {
+  ibv_td_init_attr tda{};
+  ibv_td* td = ibv_alloc_td(a_.ctx, &tda);
+  ASSERT_NE(td, nullptr);
+  ibv_parent_domain_init_attr bad{};
+  errno = 0;
+  EXPECT_EQ(ibv_alloc_parent_domain(a_.ctx, &bad), nullptr) << "no PD";
+  EXPECT_EQ(errno, EINVAL);
+  bad.pd = b_.pd;  // another device's
+  EXPECT_EQ(ibv_alloc_parent_domain(a_.ctx, &bad), nullptr);
+  ibv_parent_domain_init_attr pa{};
+  pa.pd = a_.pd;
+  pa.td = td;
+  ibv_pd* pdom = ibv_alloc_parent_domain(a_.ctx, &pa);
+  ASSERT_NE(pdom, nullptr);
+  EXPECT_EQ(ibv_dealloc_pd(a_.pd), EBUSY) << "the parent domain holds it";
+  EXPECT_EQ(ibv_dealloc_td(td), EBUSY);
+  // A QP of the parent domain writes with a region of the PD.
+  ASSERT_EQ(ibv_destroy_qp(a_.qp), 0);
+  ibv_qp_init_attr init{};
+  init.send_cq = init.recv_cq = a_.cq;
+  init.qp_type = IBV_QPT_RC;
+  init.cap.max_send_wr = init.cap.max_recv_wr = 16;
+  init.cap.max_send_sge = init.cap.max_recv_sge = 1;
+  a_.qp = ibv_create_qp(pdom, &init);
+  ASSERT_NE(a_.qp, nullptr);
+  connect();
+  std::memset(a_.buf(), 0x5C, 128);
+  ASSERT_EQ(
+      post(a_.qp, IBV_WR_RDMA_WRITE, {reinterpret_cast<std::uint64_t>(a_.buf()), 128, a_.mr->lkey},
+           reinterpret_cast<std::uint64_t>(b_.buf()), b_.mr->rkey),
+      0);
+  EXPECT_EQ(wait(a_.cq).status, IBV_WC_SUCCESS);
+  observe(b_);
+  EXPECT_EQ(b_.buf()[127], 0x5C);
+  EXPECT_EQ(ibv_dealloc_pd(pdom), EBUSY) << "its QP";
+  ASSERT_EQ(ibv_destroy_qp(a_.qp), 0);
+  a_.qp = nullptr;
+  EXPECT_EQ(ibv_dealloc_pd(pdom), 0);
+  EXPECT_EQ(ibv_dealloc_td(td), 0);
+}
+
 TEST_F(VerbsApi, ObjectsInUseCannotBeDestroyed) {
   EXPECT_EQ(ibv_destroy_cq(a_.cq), EBUSY) << "a QP completes into it";
   EXPECT_EQ(ibv_dealloc_pd(a_.pd), EBUSY) << "a QP and an MR use it";
