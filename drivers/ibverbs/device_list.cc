@@ -222,6 +222,9 @@ ibv_context* ibv_open_device(ibv_device* device) {
   v.create_qp_ex = create_qp_ex;
   v.create_cq_ex = create_cq_ex;
   v.create_srq_ex = create_srq_ex;
+  v.alloc_dm = alloc_dm;
+  v.free_dm = free_dm;
+  v.reg_dm_mr = reg_dm_mr;
   // The port's link going up or down is an asynchronous event.
   c->link_listener = c->dev->add_link_listener([c](bool up) {
     ibv_async_event e{};
