@@ -115,7 +115,7 @@ int query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input,
   ibv_device_attr_ex a;
   std::memset(&a, 0, sizeof(a));
   fill_device_attr(*c->dev, &a.orig_attr);
-  a.max_dm_size = 0;
+  a.max_dm_size = c->dev->attr().max_dm_size;
   a.phys_port_cnt_ex = a.orig_attr.phys_port_cnt;
   if (verbs::odp::available()) {
     // Every region may be on demand: the engine checks an ODP range against

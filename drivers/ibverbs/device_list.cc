@@ -225,6 +225,9 @@ ibv_context* ibv_open_device(ibv_device* device) {
   v.alloc_td = alloc_td;
   v.dealloc_td = dealloc_td;
   v.alloc_parent_domain = alloc_parent_domain;
+  v.alloc_dm = alloc_dm;
+  v.free_dm = free_dm;
+  v.reg_dm_mr = reg_dm_mr;
   // The port's link going up or down is an asynchronous event.
   c->link_listener = c->dev->add_link_listener([c](bool up) {
     ibv_async_event e{};

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // Protection domains and memory regions. A region is the program's own
-// memory; the engine copies to and from it under the region's keys. An
+// memory, or device memory (ibv_reg_dm_mr); the engine copies to and from
+// it under the region's keys. An
 // on-demand paging region (IBV_ACCESS_ON_DEMAND) is checked against the
 // process's mappings at every access instead (verbs/odp.h); an implicit
 // one (null address, SIZE_MAX length) spans the whole address space.
@@ -26,6 +27,25 @@ constexpr int kEnforced = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 constexpr int kIgnored =
     IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_HUGETLB | IBV_ACCESS_OPTIONAL_RANGE;
 
+// Access bits a region on device memory may ask for (those of mlx5's
+// MEMIC). It is always zero-based: the memory has no address the program
+// knows, so offset 0 of the region is address 0 (libibverbs' cmd_dm.c).
+constexpr unsigned kDmAllowed = kEnforced | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_OPTIONAL_RANGE;
+
+UMr* new_mr(ibv_pd* pd, void* addr, size_t length, const uroce::verbs::MrInfo& info) {
+  auto* m = new UMr();
+  m->pd = to_u<UPd>(pd);
+  m->ibv.context = pd->context;
+  m->ibv.pd = pd;
+  m->ibv.addr = addr;
+  m->ibv.length = length;
+  m->ibv.handle = info.lkey;
+  m->ibv.lkey = info.lkey;
+  m->ibv.rkey = info.rkey;
+  m->pd->users.fetch_add(1);
+  return m;
+}
+
 ibv_mr* reg(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned access) {
   UPd* p = to_u<UPd>(pd);
   UContext* c = ours(pd->context);
@@ -43,17 +63,7 @@ ibv_mr* reg(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned acces
     errno = rc;
     return nullptr;
   }
-  auto* m = new UMr();
-  m->pd = p;
-  m->ibv.context = pd->context;
-  m->ibv.pd = pd;
-  m->ibv.addr = addr;
-  m->ibv.length = length;
-  m->ibv.handle = info.lkey;
-  m->ibv.lkey = info.lkey;
-  m->ibv.rkey = info.rkey;
-  p->users.fetch_add(1);
-  return &m->ibv;
+  return &new_mr(pd, addr, length, info)->ibv;
 }
 
 }  // namespace
@@ -97,6 +107,40 @@ int advise_mr(ibv_pd* pd, ibv_advise_mr_advice advice, uint32_t flags, ibv_sge* 
     if (rc != 0 && (flags & IBV_ADVISE_MR_FLAG_FLUSH)) return rc;
   }
   return 0;
+}
+
+ibv_mr* reg_dm_mr(ibv_pd* pd, ibv_dm* dm, uint64_t dm_offset, size_t length, unsigned int access) {
+  UContext* c = pd ? ours(pd->context) : nullptr;
+  // The memory and the PD must be of one context, as the kernel requires.
+  // An empty region is allowed, as the kernel allows it on device memory.
+  if (c == nullptr || dm == nullptr || dm->context != pd->context ||
+      !(access & IBV_ACCESS_ZERO_BASED) || (access & ~kDmAllowed) != 0) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  UDm* d = to_u<UDm>(dm);
+  if (!d->mem->contains(dm_offset, length)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  // The responder checks that an atomic's address is 8-byte aligned; with
+  // the region starting at 0, the memory behind it must start on 8 bytes
+  // too (allocations start on a cache line).
+  if ((access & IBV_ACCESS_REMOTE_ATOMIC) && dm_offset % 8 != 0) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  uroce::verbs::MrInfo info;
+  if (int rc = c->dev->mrs().reg(to_u<UPd>(pd)->id, d->mem->data() + dm_offset, length, 0,
+                                 access & kEnforced, &info);
+      rc != 0) {
+    errno = rc;
+    return nullptr;
+  }
+  UMr* m = new_mr(pd, nullptr, length, info);  // no address: libibverbs reports NULL
+  m->dm = d;
+  d->users.fetch_add(1);
+  return &m->ibv;
 }
 
 }  // namespace uroce::ibverbs
@@ -162,6 +206,12 @@ int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length, i
     return IBV_REREG_MR_ERR_INPUT;
   }
   UMr* m = to_u<UMr>(mr);
+  // A region on device memory stays on it, as the kernel keeps it
+  // (ib_uverbs_rereg_mr refuses DM regions).
+  if (m->dm) {
+    errno = EINVAL;
+    return IBV_REREG_MR_ERR_INPUT;
+  }
   uroce::verbs::MrTable::Change c;
   if (flags & IBV_REREG_MR_CHANGE_PD) {
     c.pd = true;
@@ -201,6 +251,7 @@ int ibv_dereg_mr(ibv_mr* mr) {
   // Returns once the engine can no longer touch the region.
   if (int rc = ours(mr->context)->dev->mrs().dereg(mr->lkey); rc != 0) return rc;
   m->pd->users.fetch_sub(1);
+  if (m->dm) m->dm->users.fetch_sub(1);
   delete m;
   return 0;
 }

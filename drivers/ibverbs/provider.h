@@ -25,6 +25,7 @@
 #include "uroce/config.h"
 #include "verbs/completion_channel.h"
 #include "verbs/device.h"
+#include "verbs/device_memory.h"
 #include "verbs/queue_pair.h"
 
 namespace uroce::ibverbs {
@@ -107,9 +108,18 @@ struct UPd {
   UTd* td = nullptr;      ///< a parent domain's thread domain, if any
 };
 
+/// Device memory (ibv_alloc_dm). The program copies through the ibv_dm's
+/// memcpy_to_dm / memcpy_from_dm pointers, which verbs.h calls directly.
+struct UDm {
+  ibv_dm ibv{};
+  std::unique_ptr<verbs::DeviceMemory> mem;
+  std::atomic<std::uint32_t> users{0};  ///< memory regions on it: EBUSY on free
+};
+
 struct UMr {
   ibv_mr ibv{};
   UPd* pd = nullptr;
+  UDm* dm = nullptr;  ///< the device memory it covers (ibv_reg_dm_mr), or null
 };
 
 struct UChannel {
@@ -196,7 +206,7 @@ U* to_u(T* ibv) {
   return reinterpret_cast<U*>(ibv);
 }
 
-// The context's operations (context.cc, memory.cc, cq.cc, qp.cc).
+// The context's operations (context.cc, memory.cc, device_memory.cc, cq.cc, qp.cc).
 int query_port(ibv_context* ctx, uint8_t port, ibv_port_attr* attr, size_t len);
 int query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input,
                     ibv_device_attr_ex* attr, size_t len);
@@ -219,6 +229,10 @@ ibv_td* alloc_td(ibv_context* context, ibv_td_init_attr* attr);
 int dealloc_td(ibv_td* td);
 ibv_pd* alloc_parent_domain(ibv_context* context, ibv_parent_domain_init_attr* attr);
 ibv_srq* create_srq_ex(ibv_context* ctx, ibv_srq_init_attr_ex* attr);
+// Device memory (device_memory.cc, memory.cc).
+ibv_dm* alloc_dm(ibv_context* ctx, ibv_alloc_dm_attr* attr);
+int free_dm(ibv_dm* dm);
+ibv_mr* reg_dm_mr(ibv_pd* pd, ibv_dm* dm, uint64_t dm_offset, size_t length, unsigned int access);
 
 /// Sets up the ibv_qp_ex wr_* operations of a new QP (qp_ex.cc).
 void init_qp_ex(UQp* q);

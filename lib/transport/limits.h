@@ -14,6 +14,12 @@ inline constexpr std::uint32_t kMaxQpWr = 16384;            ///< send or receive
 inline constexpr std::uint32_t kMaxRdAtomic = 128;          ///< max_rd_atomic / max_dest_rd_atomic
 inline constexpr std::uint32_t kMaxMessageSize = 1u << 31;  ///< IBA C9-94: RETH DMA length
 
+/// Device memory (ibv_alloc_dm) a device offers, all allocations together:
+/// host memory standing in for a NIC's on-chip memory, so kept small.
+inline constexpr std::uint64_t kMaxDmSize = 256 * 1024;
+/// The largest alignment ibv_alloc_dm may ask for (log_align_req): a page.
+inline constexpr std::uint32_t kMaxDmLogAlign = 12;
+
 /// Packets a requester may have sent and not seen acknowledged; go-back-N
 /// resends all of them after a loss, so this bounds the cost of one loss.
 inline constexpr std::uint32_t kMaxUnackedPsns = 256;

@@ -129,6 +129,7 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c, st
   a.max_qp_rd_atom = transport::kMaxRdAtomic;
   a.max_qp_init_rd_atom = transport::kMaxRdAtomic;
   a.max_inline_data = transport::kMaxInlineData;
+  a.max_dm_size = transport::kMaxDmSize;
   if (auto* server = stats::StatsServer::instance()) {
     d->stats_handle_ = server->add(dc.name, [self](std::string& out) { self->write_stats(out); });
   }

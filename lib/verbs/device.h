@@ -17,8 +17,10 @@
 #include "dpdk/dpdk_port.h"
 #include "engine/engine.h"
 #include "engine/poll_thread.h"
+#include "transport/limits.h"
 #include "transport/qp.h"
 #include "uroce/config.h"
+#include "verbs/device_memory.h"
 #include "verbs/mr_table.h"
 
 namespace uroce::verbs {
@@ -39,6 +41,7 @@ struct DeviceAttr {
   std::uint32_t max_qp_rd_atom = 0;
   std::uint32_t max_qp_init_rd_atom = 0;
   std::uint32_t max_inline_data = 0;
+  std::uint64_t max_dm_size = 0;  ///< device memory, all allocations together
 };
 
 enum class PortState : std::uint8_t { kDown = 1, kActive = 4 };  // IBV_PORT_*
@@ -82,6 +85,8 @@ class Device {
   const cc::Counters& cc_counters() const { return cc_counters_; }
   engine::PollThread& progress() { return *poller_; }
   MrTable& mrs() { return mrs_; }
+  /// Device memory (ibv_alloc_dm), shared by every context of the device.
+  DmPool& dm() { return dm_; }
 
   /// A new QP number, unpredictable and unused on this device.
   std::uint32_t alloc_qpn();
@@ -122,6 +127,7 @@ class Device {
   std::unique_ptr<engine::Engine> engine_;
   std::unique_ptr<engine::PollThread> poller_;
   MrTable mrs_{[this] { engine_->locked([] {}); }};
+  DmPool dm_{transport::kMaxDmSize};
   std::mutex qpn_mu_;
   std::vector<std::uint32_t> qpns_;
   int stats_handle_ = 0;

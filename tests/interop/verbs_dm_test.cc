@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// Device memory (ibv_alloc_dm and friends) as a program built from source
+// sees it: linked to liburoce-ibverbs ahead of libibverbs, calling verbs.h
+// only. One uroce device on a veth in a network namespace of the process's
+// own; its two RC QPs talk to each other through the device's loopback.
+// Needs root.
+
+#include <gtest/gtest.h>
+#include <infiniband/verbs.h>
+#include <sched.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace std::chrono_literals;
+
+int sh(const std::string& cmd) {
+  const int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+constexpr unsigned kDmAccess = IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE |
+                               IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+
+class DeviceMemoryApi : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ASSERT_EQ(unshare(CLONE_NEWNET), 0);
+    ASSERT_EQ(sh("ip link add v0 type veth peer name v1"), 0);
+    sh("sysctl -qw net.ipv6.conf.all.disable_ipv6=1");
+    ASSERT_EQ(sh("ip link set v0 up && ip link set v1 up"), 0);
+    setenv("UROCE_DEVICE0_NAME", "uroce0", 1);
+    setenv("UROCE_DEVICE0_PORT", "net_af_packet0,iface=v0", 1);
+    setenv("UROCE_DEVICE0_IP", "10.89.0.1/24", 1);
+  }
+
+  void SetUp() override {
+    int n = 0;
+    ibv_device** list = ibv_get_device_list(&n);
+    ASSERT_NE(list, nullptr);
+    for (int i = 0; i < n; ++i) {
+      if (std::string(ibv_get_device_name(list[i])) == "uroce0") ctx_ = ibv_open_device(list[i]);
+    }
+    ibv_free_device_list(list);
+    ASSERT_NE(ctx_, nullptr);
+    pd_ = ibv_alloc_pd(ctx_);
+    ASSERT_NE(pd_, nullptr);
+    ibv_device_attr_ex attr{};
+    ASSERT_EQ(ibv_query_device_ex(ctx_, nullptr, &attr), 0);
+    max_dm_size_ = attr.max_dm_size;
+    ASSERT_GT(max_dm_size_, 0u);
+  }
+
+  void TearDown() override {
+    for (ibv_qp* qp : qps_) EXPECT_EQ(ibv_destroy_qp(qp), 0);
+    if (cq_) {
+      EXPECT_EQ(ibv_destroy_cq(cq_), 0);
+    }
+    if (pd_) {
+      EXPECT_EQ(ibv_dealloc_pd(pd_), 0);
+    }
+    if (ctx_) {
+      EXPECT_EQ(ibv_close_device(ctx_), 0);
+    }
+  }
+
+  ibv_dm* alloc(std::size_t length, std::uint32_t log_align = 0) {
+    ibv_alloc_dm_attr a{};
+    a.length = length;
+    a.log_align_req = log_align;
+    return ibv_alloc_dm(ctx_, &a);
+  }
+
+  // Two RC QPs of the device, connected to each other.
+  void connect_pair() {
+    cq_ = ibv_create_cq(ctx_, 64, nullptr, nullptr, 0);
+    ASSERT_NE(cq_, nullptr);
+    for (int i = 0; i < 2; ++i) {
+      ibv_qp_init_attr init{};
+      init.send_cq = cq_;
+      init.recv_cq = cq_;
+      init.qp_type = IBV_QPT_RC;
+      init.cap.max_send_wr = 16;
+      init.cap.max_recv_wr = 16;
+      init.cap.max_send_sge = 1;
+      init.cap.max_recv_sge = 1;
+      ibv_qp* qp = ibv_create_qp(pd_, &init);
+      ASSERT_NE(qp, nullptr);
+      qps_.push_back(qp);
+    }
+    for (int i = 0; i < 2; ++i) {
+      ibv_qp_attr a{};
+      a.qp_state = IBV_QPS_INIT;
+      a.port_num = 1;
+      a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+      ASSERT_EQ(ibv_modify_qp(qps_[i], &a,
+                              IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+                0);
+    }
+    for (int i = 0; i < 2; ++i) {
+      ibv_qp_attr a{};
+      a.qp_state = IBV_QPS_RTR;
+      a.path_mtu = IBV_MTU_1024;
+      a.dest_qp_num = qps_[1 - i]->qp_num;
+      a.rq_psn = 0x100;
+      a.max_dest_rd_atomic = 4;
+      a.min_rnr_timer = 12;
+      a.ah_attr.is_global = 1;
+      a.ah_attr.port_num = 1;
+      a.ah_attr.grh.sgid_index = 1;
+      a.ah_attr.grh.hop_limit = 64;
+      // The device's own address, ::ffff:10.89.0.1
+      a.ah_attr.grh.dgid.raw[10] = 0xFF;
+      a.ah_attr.grh.dgid.raw[11] = 0xFF;
+      a.ah_attr.grh.dgid.raw[12] = 10;
+      a.ah_attr.grh.dgid.raw[13] = 89;
+      a.ah_attr.grh.dgid.raw[15] = 1;
+      ASSERT_EQ(ibv_modify_qp(qps_[i], &a,
+                              IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                                  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
+                0);
+    }
+    for (ibv_qp* qp : qps_) {
+      ibv_qp_attr a{};
+      a.qp_state = IBV_QPS_RTS;
+      a.sq_psn = 0x100;
+      a.timeout = 14;
+      a.retry_cnt = 7;
+      a.rnr_retry = 7;
+      a.max_rd_atomic = 4;
+      ASSERT_EQ(ibv_modify_qp(qp, &a,
+                              IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                                  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC),
+                0);
+    }
+  }
+
+  int post(ibv_wr_opcode op, ibv_sge sge, std::uint64_t remote, std::uint32_t rkey) {
+    ibv_send_wr wr{};
+    wr.wr_id = 3;
+    wr.opcode = op;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = remote;
+    wr.wr.rdma.rkey = rkey;
+    ibv_send_wr* bad = nullptr;
+    return ibv_post_send(qps_[0], &wr, &bad);
+  }
+
+  ibv_wc wait() {
+    ibv_wc wc{};
+    const auto end = std::chrono::steady_clock::now() + 30s;
+    while (ibv_poll_cq(cq_, 1, &wc) == 0) {
+      if (std::chrono::steady_clock::now() > end) {
+        ADD_FAILURE() << "no completion";
+        wc.status = IBV_WC_GENERAL_ERR;
+        return wc;
+      }
+    }
+    return wc;
+  }
+
+  // Before reading memory the responder wrote: querying its QP takes the
+  // engine, which orders us after the iteration that wrote (the completion
+  // already does; this makes it visible to ThreadSanitizer too).
+  void observe() {
+    ibv_qp_attr attr{};
+    ibv_qp_init_attr init{};
+    ibv_query_qp(qps_[1], &attr, IBV_QP_STATE, &init);
+  }
+
+  ibv_context* ctx_ = nullptr;
+  ibv_pd* pd_ = nullptr;
+  ibv_cq* cq_ = nullptr;
+  std::vector<ibv_qp*> qps_;
+  std::uint64_t max_dm_size_ = 0;
+};
+
+TEST_F(DeviceMemoryApi, BytesCopiedInComeBackOutIntact) {
+  ibv_dm* dm = alloc(4096);
+  ASSERT_NE(dm, nullptr) << std::strerror(errno);
+  std::vector<std::uint8_t> in(1024);
+  for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<std::uint8_t>(i * 31 + 7);
+  ASSERT_EQ(ibv_memcpy_to_dm(dm, 512, in.data(), in.size()), 0);
+  std::vector<std::uint8_t> out(4096, 0xEE);
+  ASSERT_EQ(ibv_memcpy_from_dm(out.data(), dm, 0, out.size()), 0);
+  EXPECT_EQ(std::memcmp(out.data() + 512, in.data(), in.size()), 0);
+  // New device memory is zeroed, and the copy stayed in its range.
+  for (std::size_t i = 0; i < 512; ++i) ASSERT_EQ(out[i], 0) << i;
+  for (std::size_t i = 512 + in.size(); i < out.size(); ++i) ASSERT_EQ(out[i], 0) << i;
+  // The whole allocation, to its last word.
+  ASSERT_EQ(ibv_memcpy_to_dm(dm, 4092, in.data(), 4), 0);
+  ASSERT_EQ(ibv_memcpy_from_dm(out.data(), dm, 4092, 4), 0);
+  EXPECT_EQ(std::memcmp(out.data(), in.data(), 4), 0);
+  EXPECT_EQ(ibv_free_dm(dm), 0);
+}
+
+TEST_F(DeviceMemoryApi, BadRequestsGetTheDocumentedErrno) {
+  // Expect: nothing, more than the device has, a bad comp_mask or too
+  // strict an alignment is EINVAL.
+  errno = 0;
+  EXPECT_EQ(alloc(0), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(alloc(max_dm_size_ + 1), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(alloc(64, 31), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  ibv_alloc_dm_attr bad_mask{64, 0, 1};
+  EXPECT_EQ(ibv_alloc_dm(ctx_, &bad_mask), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+
+  // Expect: past what is left of the device's memory is ENOMEM, until
+  // some is freed.
+  ibv_dm* half = alloc(max_dm_size_ / 2);
+  ASSERT_NE(half, nullptr);
+  ibv_dm* rest = alloc(max_dm_size_ - max_dm_size_ / 2);
+  ASSERT_NE(rest, nullptr);
+  EXPECT_EQ(alloc(4), nullptr);
+  EXPECT_EQ(errno, ENOMEM);
+  EXPECT_EQ(ibv_free_dm(rest), 0);
+
+  // Expect: copies of unaligned offset or length are EINVAL, outside the
+  // allocation EFAULT.
+  ibv_dm* dm = alloc(100);
+  ASSERT_NE(dm, nullptr);
+  std::array<std::uint8_t, 256> buf{};
+  EXPECT_EQ(ibv_memcpy_to_dm(dm, 3, buf.data(), 4), EINVAL);
+  EXPECT_EQ(ibv_memcpy_to_dm(dm, 4, buf.data(), 3), EINVAL);
+  EXPECT_EQ(ibv_memcpy_from_dm(buf.data(), dm, 1, 4), EINVAL);
+  EXPECT_EQ(ibv_memcpy_to_dm(dm, 104, buf.data(), 4), EFAULT);
+  EXPECT_EQ(ibv_memcpy_from_dm(buf.data(), dm, 0, 104), EFAULT);
+  EXPECT_EQ(ibv_memcpy_from_dm(buf.data(), dm, ~std::uint64_t{3}, 8), EFAULT);
+
+  // Expect: a region on it must be zero-based and inside it.
+  EXPECT_EQ(ibv_reg_dm_mr(pd_, dm, 0, 100, IBV_ACCESS_LOCAL_WRITE), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(ibv_reg_dm_mr(pd_, dm, 0, 104, kDmAccess), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(ibv_reg_dm_mr(pd_, dm, 8, 96, kDmAccess), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(ibv_reg_dm_mr(pd_, dm, 0, 100, kDmAccess | IBV_ACCESS_ON_DEMAND), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+
+  // Expect: memory a region covers cannot be freed (EBUSY).
+  ibv_mr* mr = ibv_reg_dm_mr(pd_, dm, 4, 96, kDmAccess);
+  ASSERT_NE(mr, nullptr) << std::strerror(errno);
+  EXPECT_EQ(mr->addr, nullptr);
+  EXPECT_EQ(mr->length, 96u);
+  EXPECT_EQ(ibv_free_dm(dm), EBUSY);
+  errno = 0;
+  EXPECT_EQ(
+      ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0, IBV_ACCESS_LOCAL_WRITE),
+      IBV_REREG_MR_ERR_INPUT)
+      << "a region on device memory stays on it";
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(ibv_dealloc_pd(pd_), EBUSY);
+  EXPECT_EQ(ibv_dereg_mr(mr), 0);
+  EXPECT_EQ(ibv_free_dm(dm), 0);
+
+  // Device memory is not shared between processes.
+  EXPECT_EQ(ibv_import_dm(ctx_, half->handle), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  EXPECT_EQ(ibv_free_dm(half), 0);
+}
+
+TEST_F(DeviceMemoryApi, AZeroBasedRegionServesWriteAndReadBetweenTwoQps) {
+  connect_pair();
+  constexpr std::size_t kDm = 8192;
+  constexpr std::uint64_t kMrOffset = 4096;  // the region: the upper half
+  constexpr std::size_t kLen = 1536;         // two packets at MTU 1024
+  ibv_dm* dm = alloc(kDm);
+  ASSERT_NE(dm, nullptr);
+  ibv_mr* dm_mr = ibv_reg_dm_mr(pd_, dm, kMrOffset, kDm - kMrOffset, kDmAccess);
+  ASSERT_NE(dm_mr, nullptr) << std::strerror(errno);
+  std::vector<std::uint8_t> host(8192);
+  for (std::size_t i = 0; i < kLen; ++i) host[i] = static_cast<std::uint8_t>(i * 11 + 3);
+  ibv_mr* host_mr =
+      ibv_reg_mr(pd_, host.data(), host.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  ASSERT_NE(host_mr, nullptr);
+
+  // WRITE from host memory to address 256 of the region: offset 4096 + 256
+  // of the device memory.
+  ASSERT_EQ(
+      post(IBV_WR_RDMA_WRITE, {reinterpret_cast<std::uint64_t>(host.data()), kLen, host_mr->lkey},
+           256, dm_mr->rkey),
+      0);
+  ibv_wc wc = wait();
+  ASSERT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
+  EXPECT_EQ(wc.opcode, IBV_WC_RDMA_WRITE);
+  observe();
+  std::vector<std::uint8_t> seen(kDm, 0xEE);
+  ASSERT_EQ(ibv_memcpy_from_dm(seen.data(), dm, 0, kDm), 0);
+  EXPECT_EQ(std::memcmp(seen.data() + kMrOffset + 256, host.data(), kLen), 0);
+  for (std::size_t i = 0; i < kDm; ++i) {
+    if (i < kMrOffset + 256 || i >= kMrOffset + 256 + kLen) {
+      ASSERT_EQ(seen[i], 0) << i;
+    }
+  }
+
+  // READ it back from the region into another part of host memory, and
+  // WRITE from the region (its lkey, address 256) into host memory.
+  ASSERT_EQ(post(IBV_WR_RDMA_READ,
+                 {reinterpret_cast<std::uint64_t>(host.data() + 2048), kLen, host_mr->lkey}, 256,
+                 dm_mr->rkey),
+            0);
+  wc = wait();
+  ASSERT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
+  EXPECT_EQ(wc.opcode, IBV_WC_RDMA_READ);
+  EXPECT_EQ(wc.byte_len, kLen);
+  EXPECT_EQ(std::memcmp(host.data() + 2048, host.data(), kLen), 0);
+  ASSERT_EQ(post(IBV_WR_RDMA_WRITE, {256, kLen, dm_mr->lkey},
+                 reinterpret_cast<std::uint64_t>(host.data() + 4096), host_mr->rkey),
+            0);
+  wc = wait();
+  ASSERT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
+  observe();
+  EXPECT_EQ(std::memcmp(host.data() + 4096, host.data(), kLen), 0);
+
+  // Expect: a WRITE reaching past the region's end is refused at the
+  // responder and touches none of the device memory.
+  ASSERT_EQ(
+      post(IBV_WR_RDMA_WRITE, {reinterpret_cast<std::uint64_t>(host.data()), 512, host_mr->lkey},
+           kDm - kMrOffset - 256, dm_mr->rkey),
+      0);
+  wc = wait();
+  EXPECT_EQ(wc.status, IBV_WC_REM_ACCESS_ERR) << ibv_wc_status_str(wc.status);
+  observe();
+  std::vector<std::uint8_t> after(kDm, 0xEE);
+  ASSERT_EQ(ibv_memcpy_from_dm(after.data(), dm, 0, kDm), 0);
+  EXPECT_EQ(after, seen);
+
+  // Drain the flushed completions the error left, then tear down.
+  while (ibv_poll_cq(cq_, 1, &wc) > 0) {
+  }
+  EXPECT_EQ(ibv_dereg_mr(host_mr), 0);
+  EXPECT_EQ(ibv_dereg_mr(dm_mr), 0);
+  EXPECT_EQ(ibv_free_dm(dm), 0);
+}
+
+}  // namespace
