@@ -161,7 +161,7 @@ PortAttr Device::port_attr() const {
   PortAttr p;
   p.state = port_->link_up() ? PortState::kActive : PortState::kDown;
   p.active_mtu = wire::mtu_for_link(port_->mtu()).value_or(wire::Mtu::k256);
-  p.gid_tbl_len = static_cast<std::uint32_t>(gids_.size());
+  p.gid_tbl_len = std::max(kGidTableLen, static_cast<std::uint32_t>(gids_.size()));
   p.speed_mbps = port_->speed_mbps();
   return p;
 }

@@ -46,6 +46,11 @@ struct DeviceAttr {
 
 enum class PortState : std::uint8_t { kDown = 1, kActive = 4 };  // IBV_PORT_*
 
+/// Entries in the port's GID table: the link-local GID, one per address,
+/// the rest unused (zero from ibv_query_gid, ENODATA from
+/// ibv_query_gid_ex), as a NIC's table has room to spare.
+inline constexpr std::uint32_t kGidTableLen = 16;
+
 struct PortAttr {
   PortState state = PortState::kDown;
   wire::Mtu max_mtu = wire::Mtu::k4096;
