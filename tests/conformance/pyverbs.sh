@@ -6,11 +6,17 @@
 # veth pair in a network namespace of its own. Prints the module's
 # counts and the reason of each group of skips; fails on any failure or
 # error, or if nothing ran.
-#   tests/conformance/pyverbs.sh BIN_DIR MODULE      (as root)
+#   tests/conformance/pyverbs.sh BIN_DIR MODULE [HUGEPAGES]      (as root)
+# With HUGEPAGES, at least that many 2 MB pages are reserved for the run
+# (the module's huge-page cases skip without them) and the count is put
+# back afterwards.
 set -euo pipefail
 
 bin=$1
 module=$2
+hugepages=${3:-0}
+nr_huge=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
+huge_before=
 suite=/usr/share/doc/rdma-core/tests
 if [[ ! -f $suite/run_tests.py ]]; then
   echo "rdma-core's test suite is missing: install python3-pyverbs (scripts/setup.sh does)" >&2
@@ -21,9 +27,15 @@ ns=upv$$
 cleanup() {
   ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
   ip netns del "$ns" 2>/dev/null || true
+  if [[ -n $huge_before ]]; then echo "$huge_before" >"$nr_huge"; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
+
+if ((hugepages > 0)) && [[ -w $nr_huge ]] && (($(cat "$nr_huge") < hugepages)); then
+  huge_before=$(cat "$nr_huge")
+  echo "$hugepages" >"$nr_huge"
+fi
 
 # The suite as a package named tests, its compressed modules expanded.
 cp -r "$suite" "$work/tests"
