@@ -198,6 +198,7 @@ ibv_context* ibv_open_device(ibv_device* device) {
   // it, so that a program may dup or stat it, and ibv_import_device can
   // tell a uroce context's descriptor from a kernel one.
   ctx.cmd_fd = memfd_create(kContextFdName, MFD_CLOEXEC);
+  if (ctx.cmd_fd >= 0) remember_context_fd(ctx.cmd_fd, u);
   // Async events arrive on this descriptor (ibv_get_async_event).
   ctx.async_fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
   if (ctx.async_fd < 0) {
@@ -251,7 +252,10 @@ int ibv_close_device(ibv_context* context) {
     uroce::log::get().warn("{}: context closed with objects still alive", u->cfg.name);
   } else {
     close(context->async_fd);
-    if (context->cmd_fd >= 0) close(context->cmd_fd);
+    if (context->cmd_fd >= 0) {
+      forget_context_fd(context->cmd_fd);
+      close(context->cmd_fd);
+    }
     pthread_mutex_destroy(&context->mutex);
     delete c;
   }

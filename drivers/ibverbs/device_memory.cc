@@ -45,11 +45,12 @@ ibv_dm* alloc_dm(ibv_context* ctx, ibv_alloc_dm_attr* attr) {
   d->ibv.context = ctx;
   d->ibv.memcpy_to_dm = memcpy_to_dm;
   d->ibv.memcpy_from_dm = memcpy_from_dm;
-  // The handle names the allocation, as the kernel's does; nothing can
-  // import it (ibv_import_dm is not offered).
+  // The handle names the allocation, as the kernel's does: another
+  // context of the device may import it (import.cc).
   d->ibv.handle = next_handle.fetch_add(1);
   d->ibv.comp_mask = IBV_DM_MASK_HANDLE;
   c->objects.fetch_add(1);
+  remember(c->udev, d);
   return &d->ibv;
 }
 
@@ -59,6 +60,7 @@ int free_dm(ibv_dm* dm) {
   UDm* d = to_u<UDm>(dm);
   if (d->users.load() != 0) return EBUSY;  // memory regions still cover it
   c->objects.fetch_sub(1);
+  forget(c->udev, d);
   delete d;
   return 0;
 }

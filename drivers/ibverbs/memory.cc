@@ -43,6 +43,7 @@ UMr* new_mr(ibv_pd* pd, void* addr, size_t length, const uroce::verbs::MrInfo& i
   m->ibv.lkey = info.lkey;
   m->ibv.rkey = info.rkey;
   m->pd->users.fetch_add(1);
+  remember(ours(pd->context)->udev, m);
   return m;
 }
 
@@ -155,6 +156,7 @@ ibv_pd* ibv_alloc_pd(ibv_context* context) {
   p->id = c->udev->next_pd.fetch_add(1);
   c->objects.fetch_add(1);
   p->ibv.handle = p->id;
+  remember(c->udev, p);
   return &p->ibv;
 }
 
@@ -165,6 +167,7 @@ int ibv_dealloc_pd(ibv_pd* pd) {
   ours(pd->context)->objects.fetch_sub(1);
   if (p->parent) p->parent->users.fetch_sub(1);
   if (p->td) p->td->users.fetch_sub(1);
+  if (!p->parent) forget(ours(pd->context)->udev, p);
   delete p;
   return 0;
 }
@@ -252,6 +255,7 @@ int ibv_dereg_mr(ibv_mr* mr) {
   if (int rc = ours(mr->context)->dev->mrs().dereg(mr->lkey); rc != 0) return rc;
   m->pd->users.fetch_sub(1);
   if (m->dm) m->dm->users.fetch_sub(1);
+  forget(ours(mr->context)->udev, m);
   delete m;
   return 0;
 }

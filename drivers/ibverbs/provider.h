@@ -32,6 +32,10 @@ namespace uroce::ibverbs {
 
 /// A uroce device as ibv_get_device_list lists it. Opened on the first
 /// ibv_open_device, closed with the last ibv_close_device.
+struct UPd;
+struct UMr;
+struct UDm;
+
 struct UDevice {
   ibv_device ibv{};
   DeviceConfig cfg;
@@ -42,6 +46,12 @@ struct UDevice {
   /// PD numbers: per device, since every context of the device shares its
   /// memory region table, which checks them.
   std::atomic<std::uint32_t> next_pd{1};
+  /// The device's PDs, MRs and DMs by handle, for ibv_import_pd/mr/dm
+  /// from another context of it (import.cc). Under handles_mu.
+  std::mutex handles_mu;
+  std::unordered_map<std::uint32_t, UPd*> pds;
+  std::unordered_map<std::uint32_t, UMr*> mrs;
+  std::unordered_map<std::uint32_t, UDm*> dms;
 };
 
 /// The process's uroce devices (from the configuration, read once).
@@ -104,23 +114,37 @@ struct UPd {
   ibv_pd ibv{};
   std::atomic<std::uint32_t> users{0};  ///< objects using it: EBUSY on destroy
   verbs::PdId id = 0;
-  UPd* parent = nullptr;  ///< set for a parent domain
-  UTd* td = nullptr;      ///< a parent domain's thread domain, if any
+  UPd* parent = nullptr;    ///< set for a parent domain
+  UTd* td = nullptr;        ///< a parent domain's thread domain, if any
+  UPd* imported = nullptr;  ///< set for ibv_import_pd's: the PD it stands for
 };
 
 /// Device memory (ibv_alloc_dm). The program copies through the ibv_dm's
 /// memcpy_to_dm / memcpy_from_dm pointers, which verbs.h calls directly.
 struct UDm {
   ibv_dm ibv{};
-  std::unique_ptr<verbs::DeviceMemory> mem;
-  std::atomic<std::uint32_t> users{0};  ///< memory regions on it: EBUSY on free
+  std::shared_ptr<verbs::DeviceMemory> mem;  ///< shared with ibv_import_dm's
+  std::atomic<std::uint32_t> users{0};       ///< memory regions on it: EBUSY on free
 };
 
 struct UMr {
   ibv_mr ibv{};
   UPd* pd = nullptr;
-  UDm* dm = nullptr;  ///< the device memory it covers (ibv_reg_dm_mr), or null
+  UDm* dm = nullptr;      ///< the device memory it covers (ibv_reg_dm_mr), or null
+  bool imported = false;  ///< ibv_import_mr's: ibv_unimport_mr frees it
 };
+
+// The handle registry (import.cc): objects are entered when made and
+// removed when destroyed.
+void remember(UDevice* d, UPd* pd);
+void remember(UDevice* d, UMr* mr);
+void remember(UDevice* d, UDm* dm);
+void forget(UDevice* d, UPd* pd);
+void forget(UDevice* d, UMr* mr);
+void forget(UDevice* d, UDm* dm);
+/// A context's command descriptor, for ibv_import_device.
+void remember_context_fd(int fd, UDevice* d);
+void forget_context_fd(int fd);
 
 struct UChannel {
   ibv_comp_channel ibv{};

@@ -611,6 +611,47 @@ TEST_F(VerbsApi, AParentDomainIsAPdWithItsParentsProtection) {
   EXPECT_EQ(ibv_dealloc_td(td), 0);
 }
 
+TEST_F(VerbsApi, AnotherContextOfTheProcessImportsThePdAndTheRegion) {
+  ibv_context* ctx2 = ibv_import_device(dup(a_.ctx->cmd_fd));
+  ASSERT_NE(ctx2, nullptr);
+  errno = 0;
+  EXPECT_EQ(ibv_import_pd(ctx2, a_.pd->handle + 1000), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  ibv_pd* pd2 = ibv_import_pd(ctx2, a_.pd->handle);
+  ASSERT_NE(pd2, nullptr);
+  EXPECT_EQ(ibv_dealloc_pd(a_.pd), EBUSY) << "imported";
+  ibv_mr* mr2 = ibv_import_mr(pd2, a_.mr->handle);
+  ASSERT_NE(mr2, nullptr);
+  EXPECT_EQ(mr2->lkey, a_.mr->lkey);
+  EXPECT_EQ(mr2->rkey, a_.mr->rkey);
+  // A QP of the imported context and PD writes from the imported region.
+  ibv_cq* cq2 = ibv_create_cq(ctx2, 16, nullptr, nullptr, 0);
+  ASSERT_NE(cq2, nullptr);
+  ASSERT_EQ(ibv_destroy_qp(a_.qp), 0);
+  ibv_qp_init_attr init{};
+  init.send_cq = init.recv_cq = cq2;
+  init.qp_type = IBV_QPT_RC;
+  init.cap.max_send_wr = init.cap.max_recv_wr = 16;
+  init.cap.max_send_sge = init.cap.max_recv_sge = 1;
+  a_.qp = ibv_create_qp(pd2, &init);
+  ASSERT_NE(a_.qp, nullptr);
+  connect();
+  std::memset(a_.buf(), 0x6D, 64);
+  ASSERT_EQ(
+      post(a_.qp, IBV_WR_RDMA_WRITE, {reinterpret_cast<std::uint64_t>(a_.buf()), 64, mr2->lkey},
+           reinterpret_cast<std::uint64_t>(b_.buf()), b_.mr->rkey),
+      0);
+  EXPECT_EQ(wait(cq2).status, IBV_WC_SUCCESS);
+  observe(b_);
+  EXPECT_EQ(b_.buf()[63], 0x6D);
+  ASSERT_EQ(ibv_destroy_qp(a_.qp), 0);
+  a_.qp = nullptr;
+  EXPECT_EQ(ibv_destroy_cq(cq2), 0);
+  ibv_unimport_mr(mr2);
+  ibv_unimport_pd(pd2);
+  EXPECT_EQ(ibv_close_device(ctx2), 0);
+}
+
 TEST_F(VerbsApi, ObjectsInUseCannotBeDestroyed) {
   EXPECT_EQ(ibv_destroy_cq(a_.cq), EBUSY) << "a QP completes into it";
   EXPECT_EQ(ibv_dealloc_pd(a_.pd), EBUSY) << "a QP and an MR use it";

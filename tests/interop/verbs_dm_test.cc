@@ -267,10 +267,20 @@ TEST_F(DeviceMemoryApi, BadRequestsGetTheDocumentedErrno) {
   EXPECT_EQ(ibv_dereg_mr(mr), 0);
   EXPECT_EQ(ibv_free_dm(dm), 0);
 
-  // Device memory is not shared between processes.
-  EXPECT_EQ(ibv_import_dm(ctx_, half->handle), nullptr);
-  EXPECT_EQ(errno, EOPNOTSUPP);
+  // Another context of the process imports it: the same memory, which
+  // outlives the original's free; an unknown handle is EINVAL.
+  ibv_dm* imported = ibv_import_dm(ctx_, half->handle);
+  ASSERT_NE(imported, nullptr);
+  const std::uint32_t word = 0xC0FFEE11;
+  ASSERT_EQ(ibv_memcpy_to_dm(half, 0, &word, sizeof(word)), 0);
   EXPECT_EQ(ibv_free_dm(half), 0);
+  std::uint32_t back = 0;
+  ASSERT_EQ(ibv_memcpy_from_dm(&back, imported, 0, sizeof(back)), 0);
+  EXPECT_EQ(back, word);
+  ibv_unimport_dm(imported);
+  errno = 0;
+  EXPECT_EQ(ibv_import_dm(ctx_, 0xFFFFFF), nullptr);
+  EXPECT_EQ(errno, EINVAL);
 }
 
 TEST_F(DeviceMemoryApi, AZeroBasedRegionServesWriteAndReadBetweenTwoQps) {
