@@ -4,11 +4,7 @@
 // dereference provider state our objects do not have. Other devices'
 // objects go to the real library.
 
-#include <unistd.h>
-
 #include <cerrno>
-#include <string>
-#include <string_view>
 
 #include "drivers/ibverbs/forward.h"
 #include "drivers/ibverbs/provider.h"
