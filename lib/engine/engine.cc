@@ -165,6 +165,24 @@ std::uint32_t Engine::run_loopback(Nanos now) {
   return static_cast<std::uint32_t>(batch.size());
 }
 
+bool Engine::to_self(const TxFrame& f) const {
+  // Our MAC and one of our addresses: another program on the same port
+  // (same MAC, its own address) is reached through the port.
+  const std::uint8_t* p = f.room.data();
+  if (f.length < wire::EthHdr::kSize || std::memcmp(p, mac_.bytes.data(), 6) != 0) return false;
+  std::size_t l3 = wire::EthHdr::kSize;
+  std::uint16_t type = wire::load_be16(p + 12);
+  if (type == wire::ether_type::kVlan && f.length >= l3 + 4) {
+    type = wire::load_be16(p + l3 + 2);
+    l3 += 4;
+  }
+  if (type == wire::ether_type::kIpv4 && f.length >= l3 + 20)
+    return is_local(wire::IpAddr::from_v4_bytes(p + l3 + 16));
+  if (type == wire::ether_type::kIpv6 && f.length >= l3 + 40)
+    return is_local(wire::IpAddr::from_v6_bytes(p + l3 + 24));
+  return false;
+}
+
 void Engine::loop_back(TxFrame& f) {
   if (loopback_.size() >= kMaxLoopback) {
     // As a congested link would: the transport's retries recover.
@@ -668,7 +686,7 @@ void Engine::send_to_port(TxFrame* frames, std::uint16_t n) {
   // back traffic between two of its own QPs.
   std::uint16_t m = 0;
   for (std::uint16_t i = 0; i < n; ++i) {
-    if (std::memcmp(frames[i].room.data(), mac_.bytes.data(), mac_.bytes.size()) == 0) {
+    if (to_self(frames[i])) {
       loop_back(frames[i]);
     } else {
       frames[m++] = frames[i];

@@ -164,6 +164,8 @@ class Engine {
   void send_pfc();
   /// Receives the frames the device sent to itself.
   std::uint32_t run_loopback(Nanos now);
+  /// Whether a frame is addressed to this engine itself.
+  bool to_self(const TxFrame& f) const;
   void loop_back(TxFrame& f);
   void transmit_cnp(const wire::RoceRoute& route, std::uint32_t dest_qp);
   /// Sends the held CNPs whose priority is no longer paused.

@@ -129,6 +129,24 @@ TEST(Loopback, TwoQpsOfOneDeviceTalkWithoutTheWire) {
   EXPECT_EQ(h.engine.counters().get(EngineCounter::kRxLoopback), tx);
 }
 
+TEST(Loopback, OurMacWithAnotherAddressIsAnotherProgramOnThePort) {
+  // Programs sharing a port share its MAC: only our own addresses loop.
+  Host h(kMacA, kIpA);
+  h.port.keep_sent = true;
+  wire::RoceRoute r;
+  r.src_mac = r.dst_mac = kMacA;
+  r.src_ip = kIpA;
+  r.dst_ip = kIpB;
+  r.dscp = 0;
+  h.engine.send_cnp(r, 0x42);
+  EXPECT_EQ(h.port.sent.size(), 1u);
+  EXPECT_EQ(h.engine.counters().get(EngineCounter::kTxLoopback), 0u);
+  r.dst_ip = kIpA;
+  h.engine.send_cnp(r, 0x42);
+  EXPECT_EQ(h.port.sent.size(), 1u) << "to ourselves: kept off the wire";
+  EXPECT_EQ(h.engine.counters().get(EngineCounter::kTxLoopback), 1u);
+}
+
 TEST(Loopback, LoopedBackFramesPassTheWiresChecks) {
   FaultConfig fault;
   fault.tx.corrupt = 0.02;  // one bit of one frame in fifty
