@@ -145,6 +145,17 @@ int to_send_wr(UQp* q, const ibv_send_wr& in, tp::SendWr* out) {
   out->imm_data = in.imm_data;
   out->invalidate_rkey = in.invalidate_rkey;
   switch (opcode) {
+    case IBV_WR_BIND_MW:
+      // Only a type 2 window is bound by a WR; a type 1 one goes through
+      // ibv_bind_mw (IBA 10.6.7.2.1). The WR's key is the program's
+      // (ibv_inc_rkey of the window's).
+      if (in.bind_mw.mw == nullptr || in.bind_mw.mw->type != IBV_MW_TYPE_2) return EINVAL;
+      out->num_sge = 0;
+      return to_mw_bind(&q->ibvx.qp_base, in.bind_mw.mw, in.bind_mw.rkey, in.bind_mw.bind_info,
+                        &out->bind);
+    case IBV_WR_LOCAL_INV:
+      out->num_sge = 0;  // carries no data: the SGL is not looked at
+      return 0;
     case IBV_WR_ATOMIC_CMP_AND_SWP:
     case IBV_WR_ATOMIC_FETCH_AND_ADD:
       out->remote_addr = in.wr.atomic.remote_addr;
@@ -190,10 +201,10 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
     return nullptr;
   }
   // The ibv_wr_* operations uroce serves (qp_ex.cc).
-  const std::uint64_t served_ops = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
-                                   IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
-                                   IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-                                   IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+  const std::uint64_t served_ops =
+      IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
+      IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+      IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV;
   if ((attr->comp_mask & ~known) || ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
                                      (attr->send_ops_flags & ~served_ops))) {
     errno = EOPNOTSUPP;
