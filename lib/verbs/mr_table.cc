@@ -127,7 +127,8 @@ MemRef MrTable::lookup_remote(PdId pd, std::uint32_t qpn, std::uint32_t key, std
   if (e == nullptr) return {nullptr, MemError::kBadKey};
   // A window reaches memory only while bound, and a type 2 window only
   // from the QP it is bound to (IBA 10.6.7.2.2).
-  if (e->mw_type != 0 && (!e->bound || (e->mw_type == 2 && e->qpn != qpn)))
+  if (e->mw_type != 0 &&
+      (!e->bound.load(std::memory_order_acquire) || (e->mw_type == 2 && e->qpn != qpn)))
     return {nullptr, MemError::kBadKey};
   return check(*e, addr, length, access);
 }
@@ -258,6 +259,25 @@ bool MrTable::invalidate(PdId pd, std::uint32_t qpn, std::uint32_t rkey, bool re
   if (remote && w.qpn != qpn) return false;
   unbind(w);
   return true;
+}
+
+void MrTable::release_qp(PdId pd, std::uint32_t qpn) {
+  std::vector<std::uint32_t> parents;
+  {
+    std::lock_guard lock(mu_);
+    for (Entry& w : entries_) {
+      if (w.mw_type != 2 || w.pd != pd || w.qpn != qpn || !w.bound.load() || w.key.load() == 0)
+        continue;
+      w.bound.store(false, std::memory_order_release);
+      parents.push_back(w.parent);
+    }
+  }
+  if (parents.empty()) return;
+  // The regions are let go only once no engine iteration may still be
+  // using the windows.
+  if (quiesce_) quiesce_();
+  std::lock_guard lock(mu_);
+  for (std::uint32_t p : parents) --entries_[p].windows;
 }
 
 int MrTable::advise(PdId pd, std::uint32_t lkey, std::uint64_t addr, std::uint64_t length,

@@ -82,6 +82,10 @@ class MrTable {
   /// `remote` a SEND_WITH_INV, which only the window's QP may send to);
   /// engine thread.
   bool invalidate(PdId pd, std::uint32_t qpn, std::uint32_t rkey, bool remote);
+  /// Frees the type 2 windows bound to a QP being destroyed, so that none
+  /// outlives it or serves a later QP with its number; returns once the
+  /// engine can no longer reach memory through them.
+  void release_qp(PdId pd, std::uint32_t qpn);
 
   /// What ibv_rereg_mr changes of a region; the rest stays.
   struct Change {
@@ -130,7 +134,9 @@ class MrTable {
     std::uint32_t windows = 0;  ///< a region's bound windows (under mu_)
     // A window's; host, iova, length and access are its range once bound.
     std::uint8_t mw_type = 0;  ///< 0: a region; 1 or 2: a window
-    bool bound = false;
+    /// Atomic: a QP's destruction frees its windows from a program thread
+    /// while the engine may be looking them up.
+    std::atomic<bool> bound{false};
     std::uint32_t mw_id = 0;
     std::uint32_t qpn = 0;     ///< a bound type 2 window's QP
     std::uint32_t parent = 0;  ///< a bound window's region's slot
@@ -154,6 +160,8 @@ class PdMemory : public transport::MemoryAccess {
   PdMemory(MrTable& table, PdId pd) : table_(table), pd_(pd) {}
   /// The QP this is the memory of, for the windows bound to it.
   void set_qpn(std::uint32_t qpn) { qpn_ = qpn; }
+  /// The QP goes: so do the windows bound to it.
+  void release() { table_.release_qp(pd_, qpn_); }
   transport::MemRef local(std::uint32_t lkey, std::uint64_t addr, std::uint64_t length,
                           unsigned access) override {
     return table_.lookup(pd_, lkey, addr, length, access);

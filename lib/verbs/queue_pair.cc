@@ -63,6 +63,7 @@ int QueuePair::create(Device& dev, PdId pd, const QpCaps& caps, transport::Cq* s
 
 QueuePair::~QueuePair() {
   dev_.engine().detach(qp_->qpn());
+  memory_.release();
   dev_.retire_qp_counters(qp_->counters());
   dev_.free_qpn(qp_->qpn());
 }

@@ -403,6 +403,17 @@ TEST_F(MemoryWindowApi, ADeallocatedWindowReachesNothing) {
   EXPECT_EQ(wait().status, IBV_WC_REM_ACCESS_ERR);
 }
 
+TEST_F(MemoryWindowApi, DestroyingItsQpFreesAType2Window) {
+  mw_ = ibv_alloc_mw(pd_, IBV_MW_TYPE_2);
+  ASSERT_NE(mw_, nullptr);
+  ASSERT_EQ(bind_type2(IBV_ACCESS_REMOTE_WRITE, ibv_inc_rkey(mw_->rkey)).status, IBV_WC_SUCCESS);
+  EXPECT_EQ(ibv_dereg_mr(mr_), EBUSY);
+  ASSERT_EQ(ibv_destroy_qp(qps_[1]), 0);
+  qps_.pop_back();
+  EXPECT_EQ(ibv_dereg_mr(mr_), 0) << "the window went with its QP";
+  mr_ = nullptr;
+}
+
 TEST_F(MemoryWindowApi, BadInputsGetTheirErrno) {
   errno = 0;
   EXPECT_EQ(ibv_alloc_mw(pd_, static_cast<ibv_mw_type>(3)), nullptr);

@@ -340,6 +340,33 @@ TEST(MrTable, AType2WindowBelongsToItsQpUntilInvalidated) {
   EXPECT_EQ(t.dereg(mr.lkey), 0) << "invalidation let the region go";
 }
 
+TEST(MrTable, DestroyingAQpFreesTheType2WindowsBoundToIt) {
+  int quiesced = 0;
+  MrTable t([&] { ++quiesced; });
+  std::vector<std::uint8_t> buf(64);
+  MrInfo mr;
+  ASSERT_EQ(t.reg(1, buf.data(), buf.size(), 0x1000, kBindable, &mr), 0);
+  MrTable::MwInfo mine, other;
+  ASSERT_EQ(t.alloc_mw(1, 2, &mine), 0);
+  ASSERT_EQ(t.alloc_mw(1, 2, &other), 0);
+  const auto b1 = bind_of(mine, 1, mr, 0x1000, 64, acc::kRemoteRead);
+  const auto b2 = bind_of(other, 1, mr, 0x1000, 64, acc::kRemoteRead);
+  ASSERT_TRUE(t.bind_mw(1, kQpn, b1));
+  ASSERT_TRUE(t.bind_mw(1, kQpn + 1, b2));
+  t.release_qp(1, kQpn);
+  EXPECT_EQ(quiesced, 1);
+  EXPECT_EQ(t.lookup_remote(1, kQpn, b1.new_rkey, 0x1000, 8, acc::kRemoteRead).error,
+            MemError::kBadKey)
+      << "a later QP with the number reaches nothing";
+  EXPECT_TRUE(t.lookup_remote(1, kQpn + 1, b2.new_rkey, 0x1000, 8, acc::kRemoteRead));
+  EXPECT_EQ(t.dereg(mr.lkey), EBUSY) << "the other QP's window still holds the region";
+  // The freed window may be bound again, and its region counted once.
+  ASSERT_TRUE(t.bind_mw(1, kQpn + 1, bind_of(mine, 2, mr, 0x1000, 64, acc::kRemoteRead)));
+  EXPECT_EQ(t.dealloc_mw(mine.index, mine.id), 0);
+  EXPECT_TRUE(t.invalidate(1, kQpn + 1, b2.new_rkey, true));
+  EXPECT_EQ(t.dereg(mr.lkey), 0);
+}
+
 TEST(MrTable, DeallocatingABoundWindowReleasesItsRegionAfterTheEngine) {
   int quiesced = 0;
   MrTable t([&] { ++quiesced; });
