@@ -335,6 +335,7 @@ TEST_F(MemoryWindowApi, AType2WindowWorksUntilLocallyInvalidated) {
   inv.opcode = IBV_WR_LOCAL_INV;
   inv.send_flags = IBV_SEND_SIGNALED;
   inv.invalidate_rkey = rkey;
+  inv.num_sge = 99;  // carries no data: the SGL is not looked at
   ibv_send_wr* bad = nullptr;
   ASSERT_EQ(ibv_post_send(qps_[1], &inv, &bad), 0);
   const ibv_wc i = wait();
