@@ -40,7 +40,8 @@ class FlatMemory : public MemoryAccess {
   MemRef remote(std::uint32_t k, std::uint64_t a, std::uint64_t n, unsigned) override {
     return check(k, a, n);
   }
-  bool invalidate(std::uint32_t) override { return false; }
+  bool invalidate(std::uint32_t, bool) override { return false; }
+  bool bind_mw(const transport::MwBind&) override { return false; }
 
  private:
   MemRef check(std::uint32_t k, std::uint64_t a, std::uint64_t n) {

@@ -32,13 +32,16 @@ void fill_device_attr(const verbs::Device& dev, ibv_device_attr* a) {
   a->vendor_part_id = d.vendor_part_id;
   a->max_qp = static_cast<int>(d.max_qp);
   a->max_qp_wr = static_cast<int>(d.max_qp_wr);
-  a->device_cap_flags =
-      IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_CHANGE_PHY_PORT;
+  a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT |
+                        IBV_DEVICE_CHANGE_PHY_PORT |
+                        // Windows of type 1 and of type 2 bound to a QP and a PD (2B).
+                        IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
   a->max_sge = static_cast<int>(d.max_sge);
   a->max_sge_rd = static_cast<int>(d.max_sge);
   a->max_cq = static_cast<int>(d.max_qp);
   a->max_cqe = static_cast<int>(d.max_cqe);
   a->max_mr = static_cast<int>(d.max_mr);
+  a->max_mw = static_cast<int>(d.max_mr);  // windows share the regions' table
   a->max_pd = static_cast<int>(d.max_qp);
   a->max_qp_rd_atom = static_cast<int>(d.max_qp_rd_atom);
   a->max_res_rd_atom = static_cast<int>(d.max_qp_rd_atom * d.max_qp);

@@ -215,6 +215,9 @@ ibv_context* ibv_open_device(ibv_device* device) {
   ctx.ops.post_send = post_send;
   ctx.ops.post_recv = post_recv;
   ctx.ops.post_srq_recv = post_srq_recv;
+  ctx.ops.alloc_mw = alloc_mw;
+  ctx.ops.bind_mw = bind_mw;
+  ctx.ops.dealloc_mw = dealloc_mw;
   verbs_context& v = c->vctx;
   v.sz = sizeof(verbs_context);
   v.query_port = query_port;

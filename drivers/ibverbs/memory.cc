@@ -24,6 +24,9 @@ namespace {
 // (IBA 10.6.3.1 and verbs.h: optional bits never fail a registration).
 constexpr int kEnforced = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                           IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+// What the MR table keeps: the enforced bits, and whether windows may be
+// bound to the region (IBA C10-73).
+constexpr int kTableFlags = kEnforced | IBV_ACCESS_MW_BIND;
 constexpr int kIgnored =
     IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_HUGETLB | IBV_ACCESS_OPTIONAL_RANGE;
 
@@ -59,7 +62,7 @@ ibv_mr* reg(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned acces
     return nullptr;
   }
   uroce::verbs::MrInfo info;
-  if (int rc = c->dev->mrs().reg(p->id, addr, length, iova, access & kEnforced, &info, on_demand);
+  if (int rc = c->dev->mrs().reg(p->id, addr, length, iova, access & kTableFlags, &info, on_demand);
       rc != 0) {
     errno = rc;
     return nullptr;
@@ -228,7 +231,7 @@ int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length, i
   }
   if (flags & IBV_REREG_MR_CHANGE_ACCESS) {
     c.access = true;
-    c.flags = uaccess & kEnforced;
+    c.flags = uaccess & kTableFlags;
   }
   if (int rc = ours(mr->context)->dev->mrs().rereg(mr->lkey, c); rc != 0) {
     errno = rc;

@@ -146,6 +146,14 @@ void forget(UDevice* d, UDm* dm);
 void remember_context_fd(int fd, UDevice* d);
 void forget_context_fd(int fd);
 
+/// A memory window: a slot of the device's MR table (memory_window.cc).
+struct UMw {
+  ibv_mw ibv{};
+  UPd* pd = nullptr;
+  std::uint32_t index = 0;  ///< its slot
+  std::uint32_t id = 0;     ///< tells it from a later window in the slot
+};
+
 struct UChannel {
   ibv_comp_channel ibv{};
   std::atomic<std::uint32_t> users{0};  ///< objects using it: EBUSY on destroy
@@ -257,6 +265,16 @@ ibv_srq* create_srq_ex(ibv_context* ctx, ibv_srq_init_attr_ex* attr);
 ibv_dm* alloc_dm(ibv_context* ctx, ibv_alloc_dm_attr* attr);
 int free_dm(ibv_dm* dm);
 ibv_mr* reg_dm_mr(ibv_pd* pd, ibv_dm* dm, uint64_t dm_offset, size_t length, unsigned int access);
+
+// Memory windows (memory_window.cc).
+ibv_mw* alloc_mw(ibv_pd* pd, ibv_mw_type type);
+int dealloc_mw(ibv_mw* mw);
+int bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* mw_bind);
+/// The bind of `mw` for a WR on `qp`: to have key `rkey` and cover what
+/// `info` names. EINVAL for a window or region of another context or PD,
+/// or access bits a window cannot have.
+int to_mw_bind(ibv_qp* qp, ibv_mw* mw, std::uint32_t rkey, const ibv_mw_bind_info& info,
+               transport::MwBind* out);
 
 /// Sets up the ibv_qp_ex wr_* operations of a new QP (qp_ex.cc).
 void init_qp_ex(UQp* q);

@@ -131,19 +131,31 @@ void write_caps(const UQp* q, ibv_qp_cap* cap) {
 }
 
 int to_send_wr(UQp* q, const ibv_send_wr& in, tp::SendWr* out) {
-  if (in.num_sge < 0 || static_cast<std::uint32_t>(in.num_sge) > tp::kMaxSge) return EINVAL;
   const std::uint32_t opcode = raw(in.opcode);
   if (opcode > IBV_WR_SEND_WITH_INV) return EINVAL;
   if (in.send_flags & ~kSendFlags) return EINVAL;
   out->wr_id = in.wr_id;
   out->opcode = static_cast<tp::WrOpcode>(opcode);
   out->send_flags = in.send_flags;
+  out->invalidate_rkey = in.invalidate_rkey;
+  // A bind or a local invalidation carries no data: its SGL is not looked
+  // at, as other providers ignore it.
+  if (opcode == IBV_WR_BIND_MW || opcode == IBV_WR_LOCAL_INV) {
+    out->num_sge = 0;
+    if (opcode == IBV_WR_LOCAL_INV) return 0;
+    // Only a type 2 window is bound by a WR; a type 1 one goes through
+    // ibv_bind_mw (IBA 10.6.7.2.1). The WR's key is the program's
+    // (ibv_inc_rkey of the window's).
+    if (in.bind_mw.mw == nullptr || in.bind_mw.mw->type != IBV_MW_TYPE_2) return EINVAL;
+    return to_mw_bind(&q->ibvx.qp_base, in.bind_mw.mw, in.bind_mw.rkey, in.bind_mw.bind_info,
+                      &out->bind);
+  }
+  if (in.num_sge < 0 || static_cast<std::uint32_t>(in.num_sge) > tp::kMaxSge) return EINVAL;
   out->num_sge = static_cast<std::uint32_t>(in.num_sge);
   for (int i = 0; i < in.num_sge; ++i)
     out->sg_list[static_cast<std::size_t>(i)] = {in.sg_list[i].addr, in.sg_list[i].length,
                                                  in.sg_list[i].lkey};
   out->imm_data = in.imm_data;
-  out->invalidate_rkey = in.invalidate_rkey;
   switch (opcode) {
     case IBV_WR_ATOMIC_CMP_AND_SWP:
     case IBV_WR_ATOMIC_FETCH_AND_ADD:
@@ -190,10 +202,10 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
     return nullptr;
   }
   // The ibv_wr_* operations uroce serves (qp_ex.cc).
-  const std::uint64_t served_ops = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
-                                   IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
-                                   IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-                                   IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+  const std::uint64_t served_ops =
+      IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
+      IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+      IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV;
   if ((attr->comp_mask & ~known) || ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
                                      (attr->send_ops_flags & ~served_ops))) {
     errno = EOPNOTSUPP;

@@ -83,11 +83,26 @@ void unsupported(ibv_qp_ex* qx) {
   of(qx)->wr_error = EOPNOTSUPP;
   of(qx)->wr_count = 0;
 }
-void wr_bind_mw(ibv_qp_ex* qx, ibv_mw*, uint32_t, const ibv_mw_bind_info*) { unsupported(qx); }
-void wr_local_inv(ibv_qp_ex* qx, uint32_t) { unsupported(qx); }
 void wr_send_tso(ibv_qp_ex* qx, void*, uint16_t, uint16_t) { unsupported(qx); }
 void wr_set_xrc_srqn(ibv_qp_ex* qx, uint32_t) { unsupported(qx); }
 void wr_atomic_write(ibv_qp_ex* qx, uint32_t, uint64_t, const void*) { unsupported(qx); }
+
+// A type 2 window only, as ibv_wr_bind_mw(3) says; a bad bind fails the
+// batch with EINVAL.
+void wr_bind_mw(ibv_qp_ex* qx, ibv_mw* mw, uint32_t rkey, const ibv_mw_bind_info* info) {
+  begin(qx, tp::WrOpcode::kBindMw);
+  UQp* q = of(qx);
+  if (mw == nullptr || info == nullptr || mw->type != IBV_MW_TYPE_2 ||
+      to_mw_bind(&qx->qp_base, mw, rkey, *info, &q->wr_building.bind) != 0) {
+    q->wr_error = EINVAL;
+    q->wr_count = 0;
+  }
+}
+
+void wr_local_inv(ibv_qp_ex* qx, uint32_t invalidate_rkey) {
+  begin(qx, tp::WrOpcode::kLocalInv);
+  of(qx)->wr_building.invalidate_rkey = invalidate_rkey;
+}
 
 void wr_rdma_write(ibv_qp_ex* qx, uint32_t rkey, uint64_t remote_addr) {
   begin(qx, tp::WrOpcode::kRdmaWrite);

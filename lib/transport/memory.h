@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "transport/types.h"
+
 namespace uroce::transport {
 
 /// Why a memory lookup failed.
@@ -42,9 +44,13 @@ class MemoryAccess {
   virtual MemRef remote(std::uint32_t rkey, std::uint64_t va, std::uint64_t length,
                         unsigned access) = 0;
 
-  /// Invalidates a remote key (SEND_WITH_INV arriving); false if the key
-  /// may not be invalidated.
-  virtual bool invalidate(std::uint32_t rkey) = 0;
+  /// Invalidates a remote key: a SEND_WITH_INV arriving (`remote`) or a
+  /// LOCAL_INV posted; false if the key may not be invalidated.
+  virtual bool invalidate(std::uint32_t rkey, bool remote) = 0;
+
+  /// Binds a memory window (IBV_WR_BIND_MW); false if the bind breaks a
+  /// rule of IBA 10.6.7 (the WR then completes with IBV_WC_MW_BIND_ERR).
+  virtual bool bind_mw(const MwBind& bind) = 0;
 };
 
 }  // namespace uroce::transport

@@ -28,7 +28,9 @@ bool opcode_allowed(QpType type, WrOpcode op) {
       return type == QpType::kRc;
     case WrOpcode::kLocalInv:
     case WrOpcode::kBindMw:
-      return false;  // memory windows and local invalidate are not offered
+      // Windows are bound and invalidated on connected QPs only (a type 2
+      // window belongs to an RC QP, IBA 10.6.7.2.2).
+      return type != QpType::kUd;
   }
   return false;
 }
@@ -214,6 +216,8 @@ int Qp::post_send(const SendWr& wr) {
   const QpState s = state();
   if (s == QpState::kReset || s == QpState::kInit || s == QpState::kRtr) return EINVAL;
   if (wr.num_sge > max_send_sge_ || !opcode_allowed(type_, wr.opcode)) return EINVAL;
+  // A bind or an invalidation carries no data.
+  if (is_local_op(wr.opcode) && wr.num_sge != 0) return EINVAL;
   if (type_ == QpType::kUd && wr.ud.route == nullptr) return EINVAL;
 
   std::uint64_t length = 0;
@@ -393,6 +397,9 @@ bool Qp::has_work(Nanos now) const {
   // A WQE not started yet may be held by a fence or by the initiator depth
   // (requester_send_one's checks): no turn until that clears.
   const SendWqe& next = sq_[req_.wqe % sq_.size()];
+  // A bind or local invalidation waits for every earlier WR to complete.
+  if (is_local_op(next.wr.opcode) && req_.wqe != sq_head_.load(std::memory_order_relaxed))
+    return false;
   if (!next.started) {
     if ((next.wr.send_flags & send_flags::kFence) && req_.rd_atomic > 0) return false;
     if (is_rd_atomic(next.wr.opcode) &&

@@ -192,6 +192,11 @@ class Qp {
            op == WrOpcode::kAtomicFetchAndAdd;
   }
 
+  /// Operations on this host's memory keys, with no packet on the wire.
+  static bool is_local_op(WrOpcode op) {
+    return op == WrOpcode::kBindMw || op == WrOpcode::kLocalInv;
+  }
+
   // qp.cc
   bool transition_allowed(QpState from, QpState to, unsigned mask) const;
   void reset_state();
@@ -211,6 +216,7 @@ class Qp {
 
   // requester.cc
   bool requester_send_one(TxSink& sink, Nanos now);
+  bool execute_local_ops();
   bool build_request(SendWqe& wqe, TxPacket& pkt, std::uint32_t& len, bool& last);
   bool gather(const SendWqe& wqe, std::uint32_t offset, std::uint32_t len, TxPacket& pkt);
   void go_back_n(wire::Psn psn);

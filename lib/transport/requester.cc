@@ -130,11 +130,35 @@ bool Qp::build_request(SendWqe& wqe, TxPacket& pkt, std::uint32_t& len, bool& la
   return gather(wqe, req_.offset, len, pkt);
 }
 
+bool Qp::execute_local_ops() {
+  // Binds and local invalidations run in WR order, once every earlier WR
+  // has completed, so a WRITE posted before a rebind still reaches the
+  // window as it was (rxe runs them from the requester the same way).
+  while (req_.wqe != sq_tail()) {
+    SendWqe& wqe = sq_at(req_.wqe);
+    if (!is_local_op(wqe.wr.opcode)) return true;
+    if (req_.wqe != sq_head_.load(std::memory_order_relaxed)) return false;
+    if (wqe.wr.opcode == WrOpcode::kBindMw) {
+      if (!memory_->bind_mw(wqe.wr.bind)) {
+        fail_head(WcStatus::kMwBindErr);
+        return false;
+      }
+    } else if (!memory_->invalidate(wqe.wr.invalidate_rkey, false)) {
+      fail_head(WcStatus::kLocQpOpErr);  // as rxe reports a failed LOCAL_INV
+      return false;
+    }
+    complete_send(wqe, WcStatus::kSuccess);
+    ++req_.wqe;
+    sq_head_.store(req_.wqe, std::memory_order_release);
+  }
+  return false;
+}
+
 bool Qp::requester_send_one(TxSink& sink, Nanos now) {
   if (state() != QpState::kRts) return false;
   if (comp_.rnr_until != 0 && now < comp_.rnr_until) return false;
   if (req_.gate_retry_at != 0 && now < req_.gate_retry_at) return false;
-  if (req_.wqe == sq_tail()) return false;
+  if (!execute_local_ops()) return false;
   if (type_ == QpType::kRc && static_cast<std::uint32_t>(req_.psn - comp_.psn) >= kMaxUnackedPsns)
     return false;
 

@@ -193,7 +193,7 @@ bool Qp::execute_send(const wire::RocePacket& pkt) {
       imm = pkt.ext.imm_data;
     }
     if (info.has_invalidate()) {
-      if (!memory_->invalidate(pkt.ext.ieth_rkey)) {
+      if (!memory_->invalidate(pkt.ext.ieth_rkey, true)) {
         responder_error(pkt.bth.psn, NakCode::kInvalidRequest, WcStatus::kLocQpOpErr);
         return false;
       }

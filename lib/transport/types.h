@@ -56,6 +56,7 @@ inline constexpr unsigned kLocalWrite = 1;
 inline constexpr unsigned kRemoteWrite = 2;
 inline constexpr unsigned kRemoteRead = 4;
 inline constexpr unsigned kRemoteAtomic = 8;
+inline constexpr unsigned kMwBind = 16;  ///< memory windows may be bound to the region
 }  // namespace access
 
 enum class WcStatus : std::uint8_t {
@@ -116,6 +117,19 @@ struct UdDest {
   std::uint32_t remote_qkey = 0;
 };
 
+/// A memory window bind (IBV_WR_BIND_MW, ibv_bind_mw): which window, the
+/// R_Key it is to have, and the range of which region it is to cover.
+/// `length` 0 unbinds a type 1 window.
+struct MwBind {
+  std::uint32_t mw_index = 0;  ///< the window's slot in the key space
+  std::uint32_t mw_id = 0;     ///< the window's identity (a freed slot's id differs)
+  std::uint32_t new_rkey = 0;  ///< the window's slot in the upper 24 bits
+  std::uint32_t mr_lkey = 0;
+  std::uint64_t addr = 0;
+  std::uint64_t length = 0;
+  unsigned access = 0;  ///< access:: flags the window grants
+};
+
 /// A send work request, as ibv_send_wr carries it.
 struct SendWr {
   std::uint64_t wr_id = 0;
@@ -124,12 +138,13 @@ struct SendWr {
   std::array<Sge, kMaxSge> sg_list{};
   std::uint32_t num_sge = 0;
   std::uint32_t imm_data = 0;         ///< network order, as ibv_send_wr holds it
-  std::uint32_t invalidate_rkey = 0;  ///< SEND_WITH_INV
+  std::uint32_t invalidate_rkey = 0;  ///< SEND_WITH_INV and LOCAL_INV
   std::uint64_t remote_addr = 0;      ///< RDMA and atomics
   std::uint32_t rkey = 0;             ///< RDMA and atomics
   std::uint64_t compare_add = 0;      ///< atomics
   std::uint64_t swap = 0;             ///< compare-and-swap
   UdDest ud;                          ///< UD only
+  MwBind bind;                        ///< BIND_MW only
 };
 
 /// A receive work request.

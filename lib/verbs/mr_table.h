@@ -8,6 +8,16 @@
 // ordering, and deregistration returns only once the engine can no longer
 // be using the region, so the program may free it at once.
 //
+// Memory windows (IBA 10.6.7) share the table, and so the key space: an
+// MR key and an MW key never collide. A window is a slot of its own that,
+// once bound, names a range of a region (its "parent") with access of its
+// own; a type 2 window is then usable by one QP only. Binds and
+// invalidations run on the engine thread, from the send queue, so the
+// engine's lock-free lookups never race with them; allocation, freeing
+// and deregistration run on program threads under the mutex and quiesce
+// as deregistration does. A region with bound windows is not
+// deregistered or changed (EBUSY, as the kernel answers).
+//
 // An on-demand paging (ODP) region is not promised to be mapped: each
 // lookup asks the kernel (verbs/odp.h) and fails with kNotMapped rather
 // than let the transport fault. An implicit ODP region covers the whole
@@ -50,8 +60,32 @@ class MrTable {
   /// 0 an implicit one.
   int reg(PdId pd, void* addr, std::uint64_t length, std::uint64_t iova, unsigned flags,
           MrInfo* out, bool on_demand = false);
-  /// Deregisters; EINVAL for an unknown key.
+  /// Deregisters; EINVAL for an unknown key, EBUSY while windows are
+  /// bound to the region.
   int dereg(std::uint32_t lkey);
+
+  /// A memory window as ibv_alloc_mw makes it.
+  struct MwInfo {
+    std::uint32_t rkey = 0;   ///< its key before any bind
+    std::uint32_t index = 0;  ///< its slot (rkey >> 8, the part a bind keeps)
+    std::uint32_t id = 0;     ///< tells this window from a later one in the slot
+  };
+  /// Allocates an unbound window of type 1 or 2 (IBV_MW_TYPE_*) in `pd`;
+  /// EINVAL for another type, ENOMEM when the table is full.
+  int alloc_mw(PdId pd, int type, MwInfo* out);
+  /// Frees a window, bound or not; EINVAL if it is not live.
+  int dealloc_mw(std::uint32_t index, std::uint32_t id);
+  /// Binds (or, type 1 with length 0, unbinds) a window for `qpn` of `pd`
+  /// on the engine thread; false if a rule of IBA 10.6.7 is broken.
+  bool bind_mw(PdId pd, std::uint32_t qpn, const transport::MwBind& bind);
+  /// Invalidates the type 2 window behind `rkey` (LOCAL_INV, or with
+  /// `remote` a SEND_WITH_INV, which only the window's QP may send to);
+  /// engine thread.
+  bool invalidate(PdId pd, std::uint32_t qpn, std::uint32_t rkey, bool remote);
+  /// Frees the type 2 windows bound to a QP being destroyed, so that none
+  /// outlives it or serves a later QP with its number; returns once the
+  /// engine can no longer reach memory through them.
+  void release_qp(PdId pd, std::uint32_t qpn);
 
   /// What ibv_rereg_mr changes of a region; the rest stays.
   struct Change {
@@ -71,9 +105,13 @@ class MrTable {
   int rereg(std::uint32_t lkey, const Change& c);
 
   /// Lookups for the transport, checked against the PD, the bounds and the
-  /// access flags (and, for an ODP region, the process's mappings).
+  /// access flags (and, for an ODP region, the process's mappings). A
+  /// local key is a region's; a remote one may also be a bound window's,
+  /// used by `qpn`.
   transport::MemRef lookup(PdId pd, std::uint32_t key, std::uint64_t addr, std::uint64_t length,
                            unsigned access) const;
+  transport::MemRef lookup_remote(PdId pd, std::uint32_t qpn, std::uint32_t key, std::uint64_t addr,
+                                  std::uint64_t length, unsigned access) const;
 
   /// ibv_advise_mr on one SGE: pages [addr, addr + length) of the ODP
   /// region behind `lkey` in, for writing with `write`, unless `fault` is
@@ -93,9 +131,23 @@ class MrTable {
     std::uint64_t length = 0;
     unsigned access = 0;
     bool on_demand = false;
+    std::uint32_t windows = 0;  ///< a region's bound windows (under mu_)
+    // A window's; host, iova, length and access are its range once bound.
+    std::uint8_t mw_type = 0;  ///< 0: a region; 1 or 2: a window
+    /// Atomic: a QP's destruction frees its windows from a program thread
+    /// while the engine may be looking them up.
+    std::atomic<bool> bound{false};
+    std::uint32_t mw_id = 0;
+    std::uint32_t qpn = 0;     ///< a bound type 2 window's QP
+    std::uint32_t parent = 0;  ///< a bound window's region's slot
   };
   /// The live entry behind `key` in `pd`, or null.
   const Entry* find(PdId pd, std::uint32_t key) const;
+  transport::MemRef check(const Entry& e, std::uint64_t addr, std::uint64_t length,
+                          unsigned access) const;
+  /// Takes a bound window off its region (under mu_).
+  void unbind(Entry& mw);
+  std::uint32_t next_mw_id_ = 1;
   std::vector<Entry> entries_;
   std::vector<std::uint32_t> free_;
   std::mutex mu_;  ///< registration and deregistration only
@@ -106,21 +158,27 @@ class MrTable {
 class PdMemory : public transport::MemoryAccess {
  public:
   PdMemory(MrTable& table, PdId pd) : table_(table), pd_(pd) {}
+  /// The QP this is the memory of, for the windows bound to it.
+  void set_qpn(std::uint32_t qpn) { qpn_ = qpn; }
+  /// The QP goes: so do the windows bound to it.
+  void release() { table_.release_qp(pd_, qpn_); }
   transport::MemRef local(std::uint32_t lkey, std::uint64_t addr, std::uint64_t length,
                           unsigned access) override {
     return table_.lookup(pd_, lkey, addr, length, access);
   }
   transport::MemRef remote(std::uint32_t rkey, std::uint64_t va, std::uint64_t length,
                            unsigned access) override {
-    return table_.lookup(pd_, rkey, va, length, access);
+    return table_.lookup_remote(pd_, qpn_, rkey, va, length, access);
   }
-  bool invalidate(std::uint32_t) override {
-    return false;  // memory windows and invalidation are not offered yet
+  bool invalidate(std::uint32_t rkey, bool remote) override {
+    return table_.invalidate(pd_, qpn_, rkey, remote);
   }
+  bool bind_mw(const transport::MwBind& bind) override { return table_.bind_mw(pd_, qpn_, bind); }
 
  private:
   MrTable& table_;
   PdId pd_;
+  std::uint32_t qpn_ = 0;
 };
 
 }  // namespace uroce::verbs

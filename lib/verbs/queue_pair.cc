@@ -45,6 +45,7 @@ int QueuePair::create(Device& dev, PdId pd, const QpCaps& caps, transport::Cq* s
   init.max_recv_sge = std::max(granted.max_recv_sge, 1u);
   init.sq_sig_all = caps.sq_sig_all;
   init.memory = &q->memory_;
+  q->memory_.set_qpn(init.qpn);
   init.events = events;
   init.port_mtu = dev.port_attr().active_mtu;
   q->cc_ = dev.make_congestion(&q->qp_raw_);
@@ -62,6 +63,7 @@ int QueuePair::create(Device& dev, PdId pd, const QpCaps& caps, transport::Cq* s
 
 QueuePair::~QueuePair() {
   dev_.engine().detach(qp_->qpn());
+  memory_.release();
   dev_.retire_qp_counters(qp_->counters());
   dev_.free_qpn(qp_->qpn());
 }

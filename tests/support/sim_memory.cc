@@ -33,6 +33,14 @@ MemRef SimMemory::remote(std::uint32_t rkey, std::uint64_t va, std::uint64_t len
   return lookup(rkey, va, length, access);
 }
 
-bool SimMemory::invalidate(std::uint32_t rkey) { return mrs_.erase(rkey) == 1; }
+bool SimMemory::invalidate(std::uint32_t rkey, bool) { return mrs_.erase(rkey) == 1; }
+
+bool SimMemory::bind_mw(const transport::MwBind& b) {
+  const auto it = mrs_.find(b.mr_lkey);
+  if (it == mrs_.end() || !(it->second.access & transport::access::kMwBind)) return false;
+  if (!lookup(b.mr_lkey, b.addr, b.length, 0)) return false;
+  mrs_[b.new_rkey] = {b.addr, b.length, b.access};
+  return true;
+}
 
 }  // namespace uroce::test

@@ -23,7 +23,12 @@ class SimMemory : public transport::MemoryAccess {
                           unsigned access) override;
   transport::MemRef remote(std::uint32_t rkey, std::uint64_t va, std::uint64_t length,
                            unsigned access) override;
-  bool invalidate(std::uint32_t rkey) override;
+  /// Drops the key, whatever it is (the rules are the MR table's).
+  bool invalidate(std::uint32_t rkey, bool remote) override;
+  /// Makes `new_rkey` a key to the part of the region behind `mr_lkey`
+  /// the bind names, with its access; false if the region lacks
+  /// access::kMwBind or the range leaves it.
+  bool bind_mw(const transport::MwBind& bind) override;
 
  private:
   struct Mr {

@@ -455,6 +455,82 @@ TEST_F(QpTest, RequesterSegmentsToThePathMtuAndAsksForAnAckOnTheLast) {
   }
 }
 
+// IBA 10.6.7: a bind runs in WR order, after every earlier WR completed,
+// and puts nothing on the wire.
+TEST_F(QpTest, ABindWaitsForEarlierWrsAndCompletesAsBindMw) {
+  auto data = bytes(64);
+  std::vector<std::uint8_t> region(256);
+  const std::uint32_t lkey = mem_.reg(region.data(), region.size(), kAll | access::kMwBind);
+  ASSERT_EQ(qp_->post_send(send_wr(WrOpcode::kRdmaWrite, data, 1)), 0);
+  SendWr bind;
+  bind.wr_id = 2;
+  bind.opcode = WrOpcode::kBindMw;
+  bind.send_flags = send_flags::kSignaled;
+  bind.bind = {1,
+               1,
+               0x1234,
+               lkey,
+               reinterpret_cast<std::uint64_t>(region.data()) + 64,
+               64,
+               access::kRemoteRead};
+  ASSERT_EQ(qp_->post_send(bind), 0);
+  ASSERT_EQ(qp_->post_send(send_wr(WrOpcode::kRdmaWrite, data, 3)), 0);
+  // Expect: the first WRITE only; the bind waits for its ACK.
+  ASSERT_EQ(drain().size(), 1u);
+  EXPECT_EQ(pop().opcode(), Opcode::kRcRdmaWriteOnly);
+  EXPECT_FALSE(mem_.remote(0x1234, bind.bind.addr, 8, access::kRemoteRead));
+  wire::ExtHeaders ack;
+  ack.aeth = {AethSyndrome::ack(), 1};
+  deliver(Opcode::kRcAcknowledge, kOurPsn, ack);
+  // Expect: the bind done, then the second WRITE on the next PSN.
+  ASSERT_EQ(drain().size(), 1u);
+  const Sent w = pop();
+  EXPECT_EQ(w.opcode(), Opcode::kRcRdmaWriteOnly);
+  EXPECT_EQ(w.bth.psn, Psn(kOurPsn) + 1);
+  const auto wc = poll(scq_);
+  ASSERT_EQ(wc.size(), 2u);
+  EXPECT_EQ(wc[0].wr_id, 1u);
+  EXPECT_EQ(wc[1].wr_id, 2u);
+  EXPECT_EQ(wc[1].opcode, WcOpcode::kBindMw);
+  EXPECT_EQ(wc[1].status, WcStatus::kSuccess);
+  EXPECT_EQ(mem_.remote(0x1234, bind.bind.addr, 8, access::kRemoteRead).ptr, region.data() + 64);
+}
+
+TEST_F(QpTest, ARefusedBindFailsWithMwBindErrAndFlushesTheRest) {
+  auto data = bytes(64);
+  std::vector<std::uint8_t> region(256);
+  const std::uint32_t lkey = mem_.reg(region.data(), region.size(), kAll);  // no kMwBind
+  SendWr bind;
+  bind.wr_id = 1;
+  bind.opcode = WrOpcode::kBindMw;
+  bind.bind = {
+      1, 1, 0x1234, lkey, reinterpret_cast<std::uint64_t>(region.data()), 64, access::kRemoteRead};
+  ASSERT_EQ(qp_->post_send(bind), 0);
+  ASSERT_EQ(qp_->post_send(send_wr(WrOpcode::kRdmaWrite, data, 2)), 0);
+  // Expect: nothing on the wire; the bind fails even unsignaled.
+  EXPECT_TRUE(drain().empty());
+  const auto wc = poll(scq_);
+  ASSERT_EQ(wc.size(), 2u);
+  EXPECT_EQ(wc[0].status, WcStatus::kMwBindErr);
+  EXPECT_EQ(wc[0].opcode, WcOpcode::kBindMw);
+  EXPECT_EQ(wc[1].status, WcStatus::kWrFlushErr);
+  EXPECT_EQ(qp_->state(), QpState::kErr);
+}
+
+TEST_F(QpTest, ALocalInvalidateOfAnUnknownKeyFailsWithLocQpOpErr) {
+  SendWr inv;
+  inv.wr_id = 5;
+  inv.opcode = WrOpcode::kLocalInv;
+  inv.send_flags = send_flags::kSignaled;
+  inv.invalidate_rkey = 0xDEAD;
+  ASSERT_EQ(qp_->post_send(inv), 0);
+  EXPECT_TRUE(drain().empty());
+  const auto wc = poll(scq_);
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].status, WcStatus::kLocQpOpErr);
+  EXPECT_EQ(wc[0].opcode, WcOpcode::kLocalInv);
+}
+
 TEST_F(QpTest, CompleterGoesBackToTheNaksPsnNotTheMessageStart) {
   auto data = bytes(256 * 5);
   ASSERT_EQ(qp_->post_send(send_wr(WrOpcode::kSend, data, 1)), 0);

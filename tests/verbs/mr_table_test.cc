@@ -209,5 +209,180 @@ TEST(MrTable, AdviceChecksKeysRangesAndAccessAsIbvAdviseMrSays) {
   EXPECT_EQ(t.advise(1, odp_rw.lkey, m.at(m.page), 8, true, true), EFAULT) << "read-only page";
 }
 
+// Memory windows (IBA 10.6.7). QP 0x11 binds in PD 1 unless said.
+constexpr std::uint32_t kQpn = 0x11;
+constexpr unsigned kBindable = acc::kLocalWrite | acc::kMwBind;
+
+transport::MwBind bind_of(const MrTable::MwInfo& mw, std::uint32_t low, const MrInfo& mr,
+                          std::uint64_t addr, std::uint64_t length, unsigned access) {
+  return {mw.index, mw.id, mw.index << 8 | low, mr.lkey, addr, length, access};
+}
+
+TEST(MrTable, WindowKeysShareTheRegionsKeySpace) {
+  MrTable t(nullptr);
+  std::vector<std::uint8_t> buf(64);
+  std::set<std::uint32_t> slots;
+  for (int i = 0; i < 50; ++i) {
+    MrInfo mr;
+    MrTable::MwInfo mw;
+    ASSERT_EQ(t.reg(1, buf.data(), buf.size(), 0x1000, kBindable, &mr), 0);
+    ASSERT_EQ(t.alloc_mw(1, 1 + i % 2, &mw), 0);
+    EXPECT_EQ(mw.rkey >> 8, mw.index);
+    EXPECT_TRUE(slots.insert(mr.lkey >> 8).second);
+    EXPECT_TRUE(slots.insert(mw.rkey >> 8).second) << "an MW key never names a region";
+  }
+  MrTable::MwInfo mw;
+  EXPECT_EQ(t.alloc_mw(1, 3, &mw), EINVAL);
+  EXPECT_EQ(t.alloc_mw(1, 0, &mw), EINVAL);
+}
+
+TEST(MrTable, ABoundWindowReachesOnlyItsRangeWithItsAccess) {
+  MrTable t(nullptr);
+  std::vector<std::uint8_t> buf(4096);
+  MrInfo mr;
+  ASSERT_EQ(t.reg(1, buf.data(), buf.size(), 0x10000,
+                  kBindable | acc::kRemoteWrite | acc::kRemoteRead, &mr),
+            0);
+  MrTable::MwInfo mw;
+  ASSERT_EQ(t.alloc_mw(1, 1, &mw), 0);
+  // Unbound: the key reaches nothing.
+  EXPECT_EQ(t.lookup_remote(1, kQpn, mw.rkey, 0x10000, 8, acc::kRemoteRead).error,
+            MemError::kBadKey);
+  const auto b = bind_of(mw, 0x42, mr, 0x10100, 256, acc::kRemoteRead);
+  ASSERT_TRUE(t.bind_mw(1, kQpn, b));
+  EXPECT_EQ(t.lookup_remote(1, kQpn, b.new_rkey, 0x10100, 256, acc::kRemoteRead).ptr,
+            buf.data() + 0x100);
+  // Any QP of the PD may use a type 1 window; another PD may not.
+  EXPECT_TRUE(t.lookup_remote(1, kQpn + 1, b.new_rkey, 0x10100, 8, acc::kRemoteRead));
+  EXPECT_EQ(t.lookup_remote(2, kQpn, b.new_rkey, 0x10100, 8, acc::kRemoteRead).error,
+            MemError::kBadKey);
+  EXPECT_EQ(t.lookup_remote(1, kQpn, mw.rkey, 0x10100, 8, acc::kRemoteRead).error,
+            MemError::kBadKey)
+      << "the old key died with the bind";
+  EXPECT_EQ(t.lookup_remote(1, kQpn, b.new_rkey, 0x100FF, 8, acc::kRemoteRead).error,
+            MemError::kBounds);
+  EXPECT_EQ(t.lookup_remote(1, kQpn, b.new_rkey, 0x10100, 257, acc::kRemoteRead).error,
+            MemError::kBounds);
+  EXPECT_EQ(t.lookup_remote(1, kQpn, b.new_rkey, 0x10100, 8, acc::kRemoteWrite).error,
+            MemError::kAccess)
+      << "the region's remote write is not the window's";
+  EXPECT_EQ(t.lookup(1, b.new_rkey, 0x10100, 8, 0).error, MemError::kBadKey)
+      << "a window has no local key";
+  // The region is held while the window is bound.
+  EXPECT_EQ(t.dereg(mr.lkey), EBUSY);
+  EXPECT_EQ(t.rereg(mr.lkey, MrTable::Change{}), EBUSY);
+  // Type 1: a bind of length 0 unbinds, and a type 1 window is never
+  // invalidated (o10-37.2.26).
+  EXPECT_FALSE(t.invalidate(1, kQpn, b.new_rkey, false));
+  const auto unbind = bind_of(mw, 0x43, mr, 0, 0, 0);
+  ASSERT_TRUE(t.bind_mw(1, kQpn, unbind));
+  EXPECT_EQ(t.lookup_remote(1, kQpn, unbind.new_rkey, 0x10100, 8, acc::kRemoteRead).error,
+            MemError::kBadKey);
+  EXPECT_EQ(t.dereg(mr.lkey), 0);
+  EXPECT_EQ(t.dealloc_mw(mw.index, mw.id), 0);
+  EXPECT_EQ(t.dealloc_mw(mw.index, mw.id), EINVAL);
+}
+
+TEST(MrTable, BindsBreakingIbaRulesAreRefused) {
+  MrTable t(nullptr);
+  std::vector<std::uint8_t> buf(4096);
+  MrInfo plain, bindable, read_only;
+  ASSERT_EQ(t.reg(1, buf.data(), buf.size(), 0x10000, acc::kLocalWrite, &plain), 0);
+  ASSERT_EQ(t.reg(1, buf.data(), buf.size(), 0x10000, kBindable, &bindable), 0);
+  ASSERT_EQ(t.reg(1, buf.data(), buf.size(), 0x10000, acc::kMwBind, &read_only), 0);
+  MrTable::MwInfo mw, other_pd;
+  ASSERT_EQ(t.alloc_mw(1, 2, &mw), 0);
+  ASSERT_EQ(t.alloc_mw(2, 2, &other_pd), 0);
+  // C10-73: the region must allow binds.
+  EXPECT_FALSE(t.bind_mw(1, kQpn, bind_of(mw, 1, plain, 0x10000, 64, acc::kRemoteRead)));
+  // C10-74: remote write needs the region's local write.
+  EXPECT_FALSE(t.bind_mw(1, kQpn, bind_of(mw, 1, read_only, 0x10000, 64, acc::kRemoteWrite)));
+  // C10-75: inside the region.
+  EXPECT_FALSE(t.bind_mw(1, kQpn, bind_of(mw, 1, bindable, 0xFFF0, 64, acc::kRemoteRead)));
+  EXPECT_FALSE(t.bind_mw(1, kQpn, bind_of(mw, 1, bindable, 0x10FC0, 65, acc::kRemoteRead)));
+  // C10-72: one PD.
+  EXPECT_FALSE(t.bind_mw(1, kQpn, bind_of(other_pd, 1, bindable, 0x10000, 64, acc::kRemoteRead)));
+  // o10-37.2.40: a type 2 window is not bound to nothing.
+  EXPECT_FALSE(t.bind_mw(1, kQpn, bind_of(mw, 1, bindable, 0x10000, 0, 0)));
+  // The key's slot is not the program's to choose.
+  auto moved = bind_of(mw, 1, bindable, 0x10000, 64, acc::kRemoteRead);
+  moved.new_rkey ^= 1u << 8;
+  EXPECT_FALSE(t.bind_mw(1, kQpn, moved));
+  // A freed window's slot is not reached by its old binds.
+  auto stale = bind_of(mw, 1, bindable, 0x10000, 64, acc::kRemoteRead);
+  stale.mw_id ^= 1;
+  EXPECT_FALSE(t.bind_mw(1, kQpn, stale));
+  // All good, once; o10-37.2.30: not again while bound.
+  ASSERT_TRUE(t.bind_mw(1, kQpn, bind_of(mw, 1, bindable, 0x10000, 64, acc::kRemoteWrite)));
+  EXPECT_FALSE(t.bind_mw(1, kQpn, bind_of(mw, 2, bindable, 0x10000, 64, acc::kRemoteWrite)));
+}
+
+TEST(MrTable, AType2WindowBelongsToItsQpUntilInvalidated) {
+  MrTable t(nullptr);
+  std::vector<std::uint8_t> buf(4096);
+  MrInfo mr;
+  ASSERT_EQ(t.reg(1, buf.data(), buf.size(), 0x10000, kBindable, &mr), 0);
+  MrTable::MwInfo mw;
+  ASSERT_EQ(t.alloc_mw(1, 2, &mw), 0);
+  const auto b = bind_of(mw, 7, mr, 0x10000, 4096, acc::kRemoteWrite | acc::kRemoteAtomic);
+  ASSERT_TRUE(t.bind_mw(1, kQpn, b));
+  EXPECT_TRUE(t.lookup_remote(1, kQpn, b.new_rkey, 0x10008, 8, acc::kRemoteAtomic));
+  EXPECT_EQ(t.lookup_remote(1, kQpn + 1, b.new_rkey, 0x10008, 8, acc::kRemoteAtomic).error,
+            MemError::kBadKey);
+  // Remote invalidation only through its QP; a region is never invalidated.
+  EXPECT_FALSE(t.invalidate(1, kQpn + 1, b.new_rkey, true));
+  EXPECT_FALSE(t.invalidate(1, kQpn, mr.rkey, true));
+  EXPECT_FALSE(t.invalidate(1, kQpn, b.new_rkey ^ 1, true)) << "a stale key";
+  EXPECT_TRUE(t.invalidate(1, kQpn, b.new_rkey, true));
+  EXPECT_EQ(t.lookup_remote(1, kQpn, b.new_rkey, 0x10008, 8, acc::kRemoteAtomic).error,
+            MemError::kBadKey);
+  EXPECT_FALSE(t.invalidate(1, kQpn, b.new_rkey, false)) << "already free";
+  EXPECT_EQ(t.dereg(mr.lkey), 0) << "invalidation let the region go";
+}
+
+TEST(MrTable, DestroyingAQpFreesTheType2WindowsBoundToIt) {
+  int quiesced = 0;
+  MrTable t([&] { ++quiesced; });
+  std::vector<std::uint8_t> buf(64);
+  MrInfo mr;
+  ASSERT_EQ(t.reg(1, buf.data(), buf.size(), 0x1000, kBindable, &mr), 0);
+  MrTable::MwInfo mine, other;
+  ASSERT_EQ(t.alloc_mw(1, 2, &mine), 0);
+  ASSERT_EQ(t.alloc_mw(1, 2, &other), 0);
+  const auto b1 = bind_of(mine, 1, mr, 0x1000, 64, acc::kRemoteRead);
+  const auto b2 = bind_of(other, 1, mr, 0x1000, 64, acc::kRemoteRead);
+  ASSERT_TRUE(t.bind_mw(1, kQpn, b1));
+  ASSERT_TRUE(t.bind_mw(1, kQpn + 1, b2));
+  t.release_qp(1, kQpn);
+  EXPECT_EQ(quiesced, 1);
+  EXPECT_EQ(t.lookup_remote(1, kQpn, b1.new_rkey, 0x1000, 8, acc::kRemoteRead).error,
+            MemError::kBadKey)
+      << "a later QP with the number reaches nothing";
+  EXPECT_TRUE(t.lookup_remote(1, kQpn + 1, b2.new_rkey, 0x1000, 8, acc::kRemoteRead));
+  EXPECT_EQ(t.dereg(mr.lkey), EBUSY) << "the other QP's window still holds the region";
+  // The freed window may be bound again, and its region counted once.
+  ASSERT_TRUE(t.bind_mw(1, kQpn + 1, bind_of(mine, 2, mr, 0x1000, 64, acc::kRemoteRead)));
+  EXPECT_EQ(t.dealloc_mw(mine.index, mine.id), 0);
+  EXPECT_TRUE(t.invalidate(1, kQpn + 1, b2.new_rkey, true));
+  EXPECT_EQ(t.dereg(mr.lkey), 0);
+}
+
+TEST(MrTable, DeallocatingABoundWindowReleasesItsRegionAfterTheEngine) {
+  int quiesced = 0;
+  MrTable t([&] { ++quiesced; });
+  std::vector<std::uint8_t> buf(64);
+  MrInfo mr;
+  ASSERT_EQ(t.reg(1, buf.data(), buf.size(), 0x1000, kBindable, &mr), 0);
+  MrTable::MwInfo mw;
+  ASSERT_EQ(t.alloc_mw(1, 2, &mw), 0);
+  const auto b = bind_of(mw, 9, mr, 0x1000, 64, acc::kRemoteRead);
+  ASSERT_TRUE(t.bind_mw(1, kQpn, b));
+  ASSERT_EQ(t.dealloc_mw(mw.index, mw.id), 0);
+  EXPECT_EQ(quiesced, 1);
+  EXPECT_EQ(t.lookup_remote(1, kQpn, b.new_rkey, 0x1000, 8, acc::kRemoteRead).error,
+            MemError::kBadKey);
+  EXPECT_EQ(t.dereg(mr.lkey), 0);
+}
+
 }  // namespace
 }  // namespace uroce::verbs
