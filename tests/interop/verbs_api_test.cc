@@ -23,6 +23,8 @@
 #include <thread>
 #include <vector>
 
+#include "interop/one_device.h"
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -59,31 +61,12 @@ struct Side {
 class VerbsApi : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    // A network namespace of this process's own: it goes away with the
-    // process, however the process ends. The devices' threads, created
-    // later, live in it too, and so do the commands run from here.
-    ASSERT_EQ(unshare(CLONE_NEWNET), 0);
-    ASSERT_EQ(sh("ip link add v0 type veth peer name v1"), 0);
-    sh("sysctl -qw net.ipv6.conf.all.disable_ipv6=1");
-    ASSERT_EQ(sh("ip link set v0 up && ip link set v1 up"), 0);
-    setenv("UROCE_DEVICE0_NAME", "uroce0", 1);
-    setenv("UROCE_DEVICE0_PORT", "net_af_packet0,iface=v0", 1);
-    setenv("UROCE_DEVICE0_IP", "10.88.0.1/24", 1);
-    setenv("UROCE_DEVICE1_NAME", "uroce1", 1);
-    setenv("UROCE_DEVICE1_PORT", "net_af_packet1,iface=v1", 1);
-    setenv("UROCE_DEVICE1_IP", "10.88.0.2/24", 1);
+    uroce::test::private_veth_devices("10.88.0.1/24", "10.88.0.2/24");
   }
 
   void SetUp() override {
-    int n = 0;
-    ibv_device** list = ibv_get_device_list(&n);
-    ASSERT_NE(list, nullptr);
-    for (int i = 0; i < n; ++i) {
-      const std::string name = ibv_get_device_name(list[i]);
-      if (name == "uroce0") a_.ctx = ibv_open_device(list[i]);
-      if (name == "uroce1") b_.ctx = ibv_open_device(list[i]);
-    }
-    ibv_free_device_list(list);
+    a_.ctx = uroce::test::open_device("uroce0");
+    b_.ctx = uroce::test::open_device("uroce1");
     ASSERT_NE(a_.ctx, nullptr);
     ASSERT_NE(b_.ctx, nullptr);
     for (Side* s : {&a_, &b_}) {
@@ -188,31 +171,13 @@ class VerbsApi : public ::testing::Test {
     ASSERT_EQ(to_rts(b_.qp), 0);
   }
 
-  // Waits for one completion on `cq`.
-  static ibv_wc wait(ibv_cq* cq) {
-    ibv_wc wc{};
-    const auto end = std::chrono::steady_clock::now() + 30s;
-    while (ibv_poll_cq(cq, 1, &wc) == 0) {
-      if (std::chrono::steady_clock::now() > end) {
-        ADD_FAILURE() << "no completion";
-        wc.status = IBV_WC_GENERAL_ERR;
-        return wc;
-      }
-    }
-    return wc;
-  }
+  static ibv_wc wait(ibv_cq* cq) { return uroce::test::wait_one(cq); }
 
   // Before reading memory the peer's responder wrote. Across a network
   // the requester's completion orders it; here both devices share one
   // process and the ordering passes through the kernel's packet rings,
-  // where ThreadSanitizer cannot see it. Querying the responder's QP takes
-  // its engine, which orders us after the iteration that wrote (and its
-  // next iteration after what we wrote before).
-  static void observe(Side& s) {
-    ibv_qp_attr attr{};
-    ibv_qp_init_attr init{};
-    ibv_query_qp(s.qp, &attr, IBV_QP_STATE, &init);
-  }
+  // where ThreadSanitizer cannot see it.
+  static void observe(Side& s) { uroce::test::observe(s.qp); }
 
   static int post(ibv_qp* qp, ibv_wr_opcode op, ibv_sge sge, std::uint64_t remote,
                   std::uint32_t rkey, ibv_send_wr** bad = nullptr) {

@@ -8,8 +8,6 @@
 
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
-#include <sched.h>
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <array>
@@ -21,14 +19,11 @@
 #include <string>
 #include <vector>
 
+#include "interop/one_device.h"
+
 namespace {
 
 using namespace std::chrono_literals;
-
-int sh(const std::string& cmd) {
-  const int rc = std::system(cmd.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
 
 constexpr int kMrAccess =
     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND;
@@ -36,24 +31,10 @@ constexpr std::size_t kPage = 4096;
 
 class MemoryWindowApi : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    ASSERT_EQ(unshare(CLONE_NEWNET), 0);
-    ASSERT_EQ(sh("ip link add v0 type veth peer name v1"), 0);
-    sh("sysctl -qw net.ipv6.conf.all.disable_ipv6=1");
-    ASSERT_EQ(sh("ip link set v0 up && ip link set v1 up"), 0);
-    setenv("UROCE_DEVICE0_NAME", "uroce0", 1);
-    setenv("UROCE_DEVICE0_PORT", "net_af_packet0,iface=v0", 1);
-    setenv("UROCE_DEVICE0_IP", "10.90.0.1/24", 1);
-  }
+  static void SetUpTestSuite() { uroce::test::private_veth_devices("10.90.0.1/24"); }
 
   void SetUp() override {
-    int n = 0;
-    ibv_device** list = ibv_get_device_list(&n);
-    ASSERT_NE(list, nullptr);
-    for (int i = 0; i < n; ++i) {
-      if (std::string(ibv_get_device_name(list[i])) == "uroce0") ctx_ = ibv_open_device(list[i]);
-    }
-    ibv_free_device_list(list);
+    ctx_ = uroce::test::open_device("uroce0");
     ASSERT_NE(ctx_, nullptr);
     pd_ = ibv_alloc_pd(ctx_);
     ASSERT_NE(pd_, nullptr);
@@ -94,100 +75,15 @@ class MemoryWindowApi : public ::testing::Test {
   void connect_pair() {
     cq_ = ibv_create_cq(ctx_, 64, nullptr, nullptr, 0);
     ASSERT_NE(cq_, nullptr);
-    for (int i = 0; i < 2; ++i) {
-      ibv_qp_init_attr init{};
-      init.send_cq = cq_;
-      init.recv_cq = cq_;
-      init.qp_type = IBV_QPT_RC;
-      init.cap.max_send_wr = 16;
-      init.cap.max_recv_wr = 16;
-      init.cap.max_send_sge = 1;
-      init.cap.max_recv_sge = 1;
-      ibv_qp* qp = ibv_create_qp(pd_, &init);
-      ASSERT_NE(qp, nullptr);
-      qps_.push_back(qp);
-    }
-    for (int i = 0; i < 2; ++i) {
-      ibv_qp_attr a{};
-      a.qp_state = IBV_QPS_INIT;
-      a.port_num = 1;
-      a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-      ASSERT_EQ(ibv_modify_qp(qps_[i], &a,
-                              IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
-                0);
-    }
-    for (int i = 0; i < 2; ++i) {
-      ibv_qp_attr a{};
-      a.qp_state = IBV_QPS_RTR;
-      a.path_mtu = IBV_MTU_1024;
-      a.dest_qp_num = qps_[1 - i]->qp_num;
-      a.rq_psn = 0x100;
-      a.max_dest_rd_atomic = 4;
-      a.min_rnr_timer = 12;
-      a.ah_attr.is_global = 1;
-      a.ah_attr.port_num = 1;
-      a.ah_attr.grh.sgid_index = 1;
-      a.ah_attr.grh.hop_limit = 64;
-      // The device's own address, ::ffff:10.90.0.1
-      a.ah_attr.grh.dgid.raw[10] = 0xFF;
-      a.ah_attr.grh.dgid.raw[11] = 0xFF;
-      a.ah_attr.grh.dgid.raw[12] = 10;
-      a.ah_attr.grh.dgid.raw[13] = 90;
-      a.ah_attr.grh.dgid.raw[15] = 1;
-      ASSERT_EQ(ibv_modify_qp(qps_[i], &a,
-                              IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                                  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
-                0);
-    }
-    for (ibv_qp* qp : qps_) {
-      ibv_qp_attr a{};
-      a.qp_state = IBV_QPS_RTS;
-      a.sq_psn = 0x100;
-      a.timeout = 14;
-      a.retry_cnt = 7;
-      a.rnr_retry = 7;
-      a.max_rd_atomic = 4;
-      ASSERT_EQ(ibv_modify_qp(qp, &a,
-                              IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                                  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC),
-                0);
-    }
+    uroce::test::loopback_pair(
+        pd_, cq_, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, &qps_);
   }
 
   int post(ibv_wr_opcode op, ibv_sge sge, std::uint64_t remote, std::uint32_t rkey) {
-    ibv_send_wr wr{};
-    wr.wr_id = 3;
-    wr.opcode = op;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.wr.rdma.remote_addr = remote;
-    wr.wr.rdma.rkey = rkey;
-    ibv_send_wr* bad = nullptr;
-    return ibv_post_send(qps_[0], &wr, &bad);
+    return uroce::test::post_one(qps_[0], op, sge, remote, rkey, 3);
   }
-
-  ibv_wc wait() {
-    ibv_wc wc{};
-    const auto end = std::chrono::steady_clock::now() + 30s;
-    while (ibv_poll_cq(cq_, 1, &wc) == 0) {
-      if (std::chrono::steady_clock::now() > end) {
-        ADD_FAILURE() << "no completion";
-        wc.status = IBV_WC_GENERAL_ERR;
-        return wc;
-      }
-    }
-    return wc;
-  }
-
-  // Before reading memory the responder wrote: querying its QP takes the
-  // engine, which orders us after the iteration that wrote (the completion
-  // already does; this makes it visible to ThreadSanitizer too).
-  void observe() {
-    ibv_qp_attr attr{};
-    ibv_qp_init_attr init{};
-    ibv_query_qp(qps_[1], &attr, IBV_QP_STATE, &init);
-  }
+  ibv_wc wait() { return uroce::test::wait_one(cq_); }
+  void observe() { uroce::test::observe(qps_[1]); }
 
   ibv_context* ctx_ = nullptr;
   ibv_pd* pd_ = nullptr;

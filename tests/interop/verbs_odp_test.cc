@@ -11,7 +11,6 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
-#include <sched.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,14 +22,11 @@
 #include <string>
 #include <vector>
 
+#include "interop/one_device.h"
+
 namespace {
 
 using namespace std::chrono_literals;
-
-int sh(const std::string& cmd) {
-  const int rc = std::system(cmd.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
 
 constexpr int kRemoteAccess =
     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
@@ -40,24 +36,10 @@ std::uint64_t addr_of(const void* p) { return reinterpret_cast<std::uint64_t>(p)
 
 class VerbsOdp : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    ASSERT_EQ(unshare(CLONE_NEWNET), 0);
-    ASSERT_EQ(sh("ip link add o0 type veth peer name o1"), 0);
-    sh("sysctl -qw net.ipv6.conf.all.disable_ipv6=1");
-    ASSERT_EQ(sh("ip link set o0 up && ip link set o1 up"), 0);
-    setenv("UROCE_DEVICE0_NAME", "uroce0", 1);
-    setenv("UROCE_DEVICE0_PORT", "net_af_packet0,iface=o0", 1);
-    setenv("UROCE_DEVICE0_IP", "10.89.0.1/24", 1);
-  }
+  static void SetUpTestSuite() { uroce::test::private_veth_devices("10.89.0.1/24"); }
 
   void SetUp() override {
-    int n = 0;
-    ibv_device** list = ibv_get_device_list(&n);
-    ASSERT_NE(list, nullptr);
-    for (int i = 0; i < n; ++i) {
-      if (std::string(ibv_get_device_name(list[i])) == "uroce0") ctx_ = ibv_open_device(list[i]);
-    }
-    ibv_free_device_list(list);
+    ctx_ = uroce::test::open_device("uroce0");
     ASSERT_NE(ctx_, nullptr);
     pd_ = ibv_alloc_pd(ctx_);
     ASSERT_NE(pd_, nullptr);
@@ -103,43 +85,8 @@ class VerbsOdp : public ::testing::Test {
     return ibv_create_qp(pd_, &init);
   }
 
-  // Brings `qp` to RTS facing `peer`, both on this device (10.89.0.1).
   static void connect(ibv_qp* qp, ibv_qp* peer) {
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_INIT;
-    a.port_num = 1;
-    a.qp_access_flags = kRemoteAccess;
-    ASSERT_EQ(
-        ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
-        0);
-    a = {};
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = IBV_MTU_1024;
-    a.dest_qp_num = peer->qp_num;
-    a.rq_psn = 0x77;
-    a.max_dest_rd_atomic = 4;
-    a.min_rnr_timer = 12;
-    a.ah_attr.is_global = 1;
-    a.ah_attr.port_num = 1;
-    a.ah_attr.grh.sgid_index = 1;
-    a.ah_attr.grh.hop_limit = 64;
-    const std::uint8_t ip[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 10, 89, 0, 1};
-    std::memcpy(a.ah_attr.grh.dgid.raw, ip, 16);
-    ASSERT_EQ(ibv_modify_qp(qp, &a,
-                            IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                                IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
-              0);
-    a = {};
-    a.qp_state = IBV_QPS_RTS;
-    a.sq_psn = 0x77;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.max_rd_atomic = 4;
-    ASSERT_EQ(ibv_modify_qp(qp, &a,
-                            IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                                IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC),
-              0);
+    uroce::test::connect_to_self(qp, peer->qp_num, kRemoteAccess);
   }
 
   // A fresh pair of connected QPs (a QP that saw an error stays in ERR).
@@ -155,30 +102,9 @@ class VerbsOdp : public ::testing::Test {
     connect(qb_, qa_);
   }
 
-  ibv_wc wait() {
-    ibv_wc wc{};
-    const auto end = std::chrono::steady_clock::now() + 30s;
-    while (ibv_poll_cq(cq_, 1, &wc) == 0) {
-      if (std::chrono::steady_clock::now() > end) {
-        ADD_FAILURE() << "no completion";
-        wc.status = IBV_WC_GENERAL_ERR;
-        return wc;
-      }
-    }
-    return wc;
-  }
-
+  ibv_wc wait() { return uroce::test::wait_one(cq_); }
   int post(ibv_wr_opcode op, ibv_sge sge, std::uint64_t remote, std::uint32_t rkey) {
-    ibv_send_wr wr{};
-    wr.wr_id = 1;
-    wr.opcode = op;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.wr.rdma.remote_addr = remote;
-    wr.wr.rdma.rkey = rkey;
-    ibv_send_wr* bad = nullptr;
-    return ibv_post_send(qa_, &wr, &bad);
+    return uroce::test::post_one(qa_, op, sge, remote, rkey, 1);
   }
 
   // Write, read back and send through `local` (on a_) and `remote` (on
