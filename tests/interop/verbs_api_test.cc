@@ -445,6 +445,7 @@ TEST_F(VerbsApi, ReregMrChangesAccessAndTranslationInPlace) {
       0);
   ibv_wc wc = wait(a_.cq);
   EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
+  observe(b_);
   EXPECT_EQ(b_.buf()[4096], 0x22);
   // Read-only now: a WRITE is a remote access error and writes nothing.
   ASSERT_EQ(ibv_rereg_mr(b_.mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
@@ -456,6 +457,7 @@ TEST_F(VerbsApi, ReregMrChangesAccessAndTranslationInPlace) {
       0);
   wc = wait(a_.cq);
   EXPECT_EQ(wc.status, IBV_WC_REM_ACCESS_ERR) << ibv_wc_status_str(wc.status);
+  observe(b_);
   EXPECT_EQ(b_.buf()[8192], 0xA5) << "nothing written";
   EXPECT_TRUE(b_.guards_intact());
 }
