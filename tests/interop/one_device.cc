@@ -86,27 +86,20 @@ void connect_to_self(ibv_qp* qp, std::uint32_t peer_qpn, int access) {
             0);
 }
 
-void loopback_pair(ibv_pd* pd, ibv_cq* cq, int access, std::vector<ibv_qp*>* qps) {
-  ibv_qp* pair[2];
-  for (ibv_qp*& qp : pair) {
-    ibv_qp_init_attr init{};
-    init.send_cq = cq;
-    init.recv_cq = cq;
-    init.qp_type = IBV_QPT_RC;
-    init.cap.max_send_wr = 16;
-    init.cap.max_recv_wr = 16;
-    init.cap.max_send_sge = 1;
-    init.cap.max_recv_sge = 1;
-    qp = ibv_create_qp(pd, &init);
-    ASSERT_NE(qp, nullptr);
-    qps->push_back(qp);
-  }
-  connect_to_self(pair[0], pair[1]->qp_num, access);
-  connect_to_self(pair[1], pair[0]->qp_num, access);
+ibv_qp* create_rc_qp(ibv_pd* pd, ibv_cq* cq) {
+  ibv_qp_init_attr init{};
+  init.send_cq = cq;
+  init.recv_cq = cq;
+  init.qp_type = IBV_QPT_RC;
+  init.cap.max_send_wr = 16;
+  init.cap.max_recv_wr = 16;
+  init.cap.max_send_sge = 1;
+  init.cap.max_recv_sge = 1;
+  return ibv_create_qp(pd, &init);
 }
 
 int post_one(ibv_qp* qp, ibv_wr_opcode op, ibv_sge sge, std::uint64_t remote_addr,
-             std::uint32_t rkey, std::uint64_t wr_id) {
+             std::uint32_t rkey, std::uint64_t wr_id, ibv_send_wr** bad) {
   ibv_send_wr wr{};
   wr.wr_id = wr_id;
   wr.opcode = op;
@@ -115,8 +108,8 @@ int post_one(ibv_qp* qp, ibv_wr_opcode op, ibv_sge sge, std::uint64_t remote_add
   wr.send_flags = IBV_SEND_SIGNALED;
   wr.wr.rdma.remote_addr = remote_addr;
   wr.wr.rdma.rkey = rkey;
-  ibv_send_wr* bad = nullptr;
-  return ibv_post_send(qp, &wr, &bad);
+  ibv_send_wr* ignored = nullptr;
+  return ibv_post_send(qp, &wr, bad ? bad : &ignored);
 }
 
 ibv_wc wait_one(ibv_cq* cq) {
@@ -136,6 +129,44 @@ void observe(ibv_qp* responder) {
   ibv_qp_attr attr{};
   ibv_qp_init_attr init{};
   ibv_query_qp(responder, &attr, IBV_QP_STATE, &init);
+}
+
+void OneDeviceTest::SetUp() {
+  ctx_ = open_device("uroce0");
+  ASSERT_NE(ctx_, nullptr);
+  pd_ = ibv_alloc_pd(ctx_);
+  ASSERT_NE(pd_, nullptr);
+  cq_ = ibv_create_cq(ctx_, 64, nullptr, nullptr, 0);
+  ASSERT_NE(cq_, nullptr);
+}
+
+void OneDeviceTest::destroy_qps() {
+  for (ibv_qp* qp : qps_) EXPECT_EQ(ibv_destroy_qp(qp), 0);
+  qps_.clear();
+}
+
+void OneDeviceTest::TearDown() {
+  destroy_qps();
+  if (cq_) {
+    EXPECT_EQ(ibv_destroy_cq(cq_), 0);
+  }
+  if (pd_) {
+    EXPECT_EQ(ibv_dealloc_pd(pd_), 0);
+  }
+  if (ctx_) {
+    EXPECT_EQ(ibv_close_device(ctx_), 0);
+  }
+}
+
+void OneDeviceTest::connect_pair(int access) {
+  destroy_qps();
+  for (int i = 0; i < 2; ++i) {
+    ibv_qp* qp = create_rc_qp(pd_, cq_);
+    ASSERT_NE(qp, nullptr);
+    qps_.push_back(qp);
+  }
+  connect_to_self(qps_[0], qps_[1]->qp_num, access);
+  connect_to_self(qps_[1], qps_[0]->qp_num, access);
 }
 
 }  // namespace uroce::test

@@ -6,6 +6,7 @@
 // connected to each other (the engine loops frames to itself back), and
 // posting and waiting. Needs root.
 
+#include <gtest/gtest.h>
 #include <infiniband/verbs.h>
 
 #include <cstdint>
@@ -28,15 +29,10 @@ ibv_context* open_device(const std::string& name);
 /// QP access `access`, 4 READs/atomics each way.
 void connect_to_self(ibv_qp* qp, std::uint32_t peer_qpn, int access);
 
-/// Two RC QPs of `pd`'s device completing into `cq` (16 WRs, one SGE
-/// each way), connected to each other with QP access `access`; appended
-/// to `qps`.
-void loopback_pair(ibv_pd* pd, ibv_cq* cq, int access, std::vector<ibv_qp*>* qps);
-
 /// Posts one signaled WR of one SGE (RDMA fields set, for those that take
-/// them); ibv_post_send's result.
+/// them); ibv_post_send's result, the refused WR in `*bad` if given.
 int post_one(ibv_qp* qp, ibv_wr_opcode op, ibv_sge sge, std::uint64_t remote_addr,
-             std::uint32_t rkey, std::uint64_t wr_id = 1);
+             std::uint32_t rkey, std::uint64_t wr_id = 1, ibv_send_wr** bad = nullptr);
 
 /// Waits up to 30 s for one completion; a failure and IBV_WC_GENERAL_ERR
 /// after that.
@@ -46,5 +42,35 @@ ibv_wc wait_one(ibv_cq* cq);
 /// engine, which orders the caller after the iteration that wrote (the
 /// completion already does; this shows it to ThreadSanitizer too).
 void observe(ibv_qp* responder);
+
+/// An RC QP of `pd` completing into `cq`, 16 WRs and one SGE each way.
+ibv_qp* create_rc_qp(ibv_pd* pd, ibv_cq* cq);
+
+/// A test on uroce0 alone (10.89.0.1 on a private veth): its context, a
+/// PD, a CQ, and a pair of RC QPs connected to each other on demand.
+/// A test that adds objects destroys them in its TearDown, after
+/// destroy_qps() and before OneDeviceTest::TearDown().
+class OneDeviceTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { private_veth_devices("10.89.0.1/24"); }
+  void SetUp() override;
+  void TearDown() override;
+
+  /// A fresh pair of QPs connected with QP access `access` (a QP that saw
+  /// an error stays in ERR); qps_[0] posts, qps_[1] responds.
+  void connect_pair(int access);
+  void destroy_qps();
+  int post(ibv_wr_opcode op, ibv_sge sge, std::uint64_t remote, std::uint32_t rkey,
+           std::uint64_t wr_id = 1) {
+    return post_one(qps_[0], op, sge, remote, rkey, wr_id);
+  }
+  ibv_wc wait() { return wait_one(cq_); }
+  void observe() { test::observe(qps_[1]); }
+
+  ibv_context* ctx_ = nullptr;
+  ibv_pd* pd_ = nullptr;
+  ibv_cq* cq_ = nullptr;
+  std::vector<ibv_qp*> qps_;
+};
 
 }  // namespace uroce::test

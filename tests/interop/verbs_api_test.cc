@@ -181,16 +181,7 @@ class VerbsApi : public ::testing::Test {
 
   static int post(ibv_qp* qp, ibv_wr_opcode op, ibv_sge sge, std::uint64_t remote,
                   std::uint32_t rkey, ibv_send_wr** bad = nullptr) {
-    ibv_send_wr wr{};
-    wr.wr_id = 7;
-    wr.opcode = op;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.wr.rdma.remote_addr = remote;
-    wr.wr.rdma.rkey = rkey;
-    ibv_send_wr* ignored = nullptr;
-    return ibv_post_send(qp, &wr, bad ? bad : &ignored);
+    return uroce::test::post_one(qp, op, sge, remote, rkey, 7, bad);
   }
 
   Side a_, b_;
@@ -483,12 +474,7 @@ TEST_F(VerbsApi, ExtendedCqPollsOneCompletionAtATime) {
   EXPECT_EQ(ibv_start_poll(cqx, &pa), ENOENT) << "empty";
   // a's QP completes into the extended CQ.
   ASSERT_EQ(ibv_destroy_qp(a_.qp), 0);
-  ibv_qp_init_attr init{};
-  init.send_cq = init.recv_cq = ibv_cq_ex_to_cq(cqx);
-  init.qp_type = IBV_QPT_RC;
-  init.cap.max_send_wr = init.cap.max_recv_wr = 16;
-  init.cap.max_send_sge = init.cap.max_recv_sge = 1;
-  a_.qp = ibv_create_qp(a_.pd, &init);
+  a_.qp = uroce::test::create_rc_qp(a_.pd, ibv_cq_ex_to_cq(cqx));
   ASSERT_NE(a_.qp, nullptr);
   connect();
   const ibv_sge sge{reinterpret_cast<std::uint64_t>(a_.buf()), 256, a_.mr->lkey};
@@ -555,12 +541,7 @@ TEST_F(VerbsApi, AParentDomainIsAPdWithItsParentsProtection) {
   EXPECT_EQ(ibv_dealloc_td(td), EBUSY);
   // A QP of the parent domain writes with a region of the PD.
   ASSERT_EQ(ibv_destroy_qp(a_.qp), 0);
-  ibv_qp_init_attr init{};
-  init.send_cq = init.recv_cq = a_.cq;
-  init.qp_type = IBV_QPT_RC;
-  init.cap.max_send_wr = init.cap.max_recv_wr = 16;
-  init.cap.max_send_sge = init.cap.max_recv_sge = 1;
-  a_.qp = ibv_create_qp(pdom, &init);
+  a_.qp = uroce::test::create_rc_qp(pdom, a_.cq);
   ASSERT_NE(a_.qp, nullptr);
   connect();
   std::memset(a_.buf(), 0x5C, 128);
@@ -595,12 +576,7 @@ TEST_F(VerbsApi, AnotherContextOfTheProcessImportsThePdAndTheRegion) {
   ibv_cq* cq2 = ibv_create_cq(ctx2, 16, nullptr, nullptr, 0);
   ASSERT_NE(cq2, nullptr);
   ASSERT_EQ(ibv_destroy_qp(a_.qp), 0);
-  ibv_qp_init_attr init{};
-  init.send_cq = init.recv_cq = cq2;
-  init.qp_type = IBV_QPT_RC;
-  init.cap.max_send_wr = init.cap.max_recv_wr = 16;
-  init.cap.max_send_sge = init.cap.max_recv_sge = 1;
-  a_.qp = ibv_create_qp(pd2, &init);
+  a_.qp = uroce::test::create_rc_qp(pd2, cq2);
   ASSERT_NE(a_.qp, nullptr);
   connect();
   std::memset(a_.buf(), 0x6D, 64);

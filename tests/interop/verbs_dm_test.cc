@@ -26,32 +26,14 @@ using namespace std::chrono_literals;
 constexpr unsigned kDmAccess = IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE |
                                IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 
-class DeviceMemoryApi : public ::testing::Test {
+class DeviceMemoryApi : public uroce::test::OneDeviceTest {
  protected:
-  static void SetUpTestSuite() { uroce::test::private_veth_devices("10.89.0.1/24"); }
-
   void SetUp() override {
-    ctx_ = uroce::test::open_device("uroce0");
-    ASSERT_NE(ctx_, nullptr);
-    pd_ = ibv_alloc_pd(ctx_);
-    ASSERT_NE(pd_, nullptr);
+    OneDeviceTest::SetUp();
     ibv_device_attr_ex attr{};
     ASSERT_EQ(ibv_query_device_ex(ctx_, nullptr, &attr), 0);
     max_dm_size_ = attr.max_dm_size;
     ASSERT_GT(max_dm_size_, 0u);
-  }
-
-  void TearDown() override {
-    for (ibv_qp* qp : qps_) EXPECT_EQ(ibv_destroy_qp(qp), 0);
-    if (cq_) {
-      EXPECT_EQ(ibv_destroy_cq(cq_), 0);
-    }
-    if (pd_) {
-      EXPECT_EQ(ibv_dealloc_pd(pd_), 0);
-    }
-    if (ctx_) {
-      EXPECT_EQ(ibv_close_device(ctx_), 0);
-    }
   }
 
   ibv_dm* alloc(std::size_t length, std::uint32_t log_align = 0) {
@@ -61,24 +43,14 @@ class DeviceMemoryApi : public ::testing::Test {
     return ibv_alloc_dm(ctx_, &a);
   }
 
-  // Two RC QPs of the device, connected to each other.
   void connect_pair() {
-    cq_ = ibv_create_cq(ctx_, 64, nullptr, nullptr, 0);
-    ASSERT_NE(cq_, nullptr);
-    uroce::test::loopback_pair(
-        pd_, cq_, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, &qps_);
+    OneDeviceTest::connect_pair(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                                IBV_ACCESS_REMOTE_READ);
   }
-
   int post(ibv_wr_opcode op, ibv_sge sge, std::uint64_t remote, std::uint32_t rkey) {
-    return uroce::test::post_one(qps_[0], op, sge, remote, rkey, 3);
+    return OneDeviceTest::post(op, sge, remote, rkey, 3);
   }
-  ibv_wc wait() { return uroce::test::wait_one(cq_); }
-  void observe() { uroce::test::observe(qps_[1]); }
 
-  ibv_context* ctx_ = nullptr;
-  ibv_pd* pd_ = nullptr;
-  ibv_cq* cq_ = nullptr;
-  std::vector<ibv_qp*> qps_;
   std::uint64_t max_dm_size_ = 0;
 };
 

@@ -29,15 +29,10 @@ constexpr int kMrAccess =
     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND;
 constexpr std::size_t kPage = 4096;
 
-class MemoryWindowApi : public ::testing::Test {
+class MemoryWindowApi : public uroce::test::OneDeviceTest {
  protected:
-  static void SetUpTestSuite() { uroce::test::private_veth_devices("10.90.0.1/24"); }
-
   void SetUp() override {
-    ctx_ = uroce::test::open_device("uroce0");
-    ASSERT_NE(ctx_, nullptr);
-    pd_ = ibv_alloc_pd(ctx_);
-    ASSERT_NE(pd_, nullptr);
+    OneDeviceTest::SetUp();
     // The target: three pages, the window over the middle one.
     target_.assign(3 * kPage, 0xA5);
     source_.resize(kPage);
@@ -46,11 +41,11 @@ class MemoryWindowApi : public ::testing::Test {
     ASSERT_NE(mr_, nullptr);
     src_mr_ = ibv_reg_mr(pd_, source_.data(), source_.size(), IBV_ACCESS_LOCAL_WRITE);
     ASSERT_NE(src_mr_, nullptr);
-    connect_pair();
+    connect_pair(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
   }
 
   void TearDown() override {
-    for (ibv_qp* qp : qps_) EXPECT_EQ(ibv_destroy_qp(qp), 0);
+    destroy_qps();  // first: a type 2 window bound to a QP goes with it
     if (mw_) {
       EXPECT_EQ(ibv_dealloc_mw(mw_), 0);
     }
@@ -60,35 +55,13 @@ class MemoryWindowApi : public ::testing::Test {
     if (src_mr_) {
       EXPECT_EQ(ibv_dereg_mr(src_mr_), 0);
     }
-    if (cq_) {
-      EXPECT_EQ(ibv_destroy_cq(cq_), 0);
-    }
-    if (pd_) {
-      EXPECT_EQ(ibv_dealloc_pd(pd_), 0);
-    }
-    if (ctx_) {
-      EXPECT_EQ(ibv_close_device(ctx_), 0);
-    }
-  }
-
-  // Two RC QPs of the device, connected to each other.
-  void connect_pair() {
-    cq_ = ibv_create_cq(ctx_, 64, nullptr, nullptr, 0);
-    ASSERT_NE(cq_, nullptr);
-    uroce::test::loopback_pair(
-        pd_, cq_, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, &qps_);
+    OneDeviceTest::TearDown();
   }
 
   int post(ibv_wr_opcode op, ibv_sge sge, std::uint64_t remote, std::uint32_t rkey) {
-    return uroce::test::post_one(qps_[0], op, sge, remote, rkey, 3);
+    return OneDeviceTest::post(op, sge, remote, rkey, 3);
   }
-  ibv_wc wait() { return uroce::test::wait_one(cq_); }
-  void observe() { uroce::test::observe(qps_[1]); }
 
-  ibv_context* ctx_ = nullptr;
-  ibv_pd* pd_ = nullptr;
-  ibv_cq* cq_ = nullptr;
-  std::vector<ibv_qp*> qps_;
   std::vector<std::uint8_t> target_;
   std::vector<std::uint8_t> source_;
   ibv_mr* mr_ = nullptr;

@@ -34,37 +34,18 @@ constexpr std::size_t kSize = 1 << 16;
 
 std::uint64_t addr_of(const void* p) { return reinterpret_cast<std::uint64_t>(p); }
 
-class VerbsOdp : public ::testing::Test {
+class VerbsOdp : public uroce::test::OneDeviceTest {
  protected:
-  static void SetUpTestSuite() { uroce::test::private_veth_devices("10.89.0.1/24"); }
-
   void SetUp() override {
-    ctx_ = uroce::test::open_device("uroce0");
-    ASSERT_NE(ctx_, nullptr);
-    pd_ = ibv_alloc_pd(ctx_);
-    ASSERT_NE(pd_, nullptr);
-    cq_ = ibv_create_cq(ctx_, 64, nullptr, nullptr, 0);
-    ASSERT_NE(cq_, nullptr);
+    OneDeviceTest::SetUp();
     a_.assign(kSize, 0);
     b_.assign(kSize, 0);
   }
 
   void TearDown() override {
-    for (ibv_qp* qp : {qa_, qb_}) {
-      if (qp) {
-        EXPECT_EQ(ibv_destroy_qp(qp), 0);
-      }
-    }
+    destroy_qps();
     for (ibv_mr* mr : mrs_) EXPECT_EQ(ibv_dereg_mr(mr), 0);
-    if (cq_) {
-      EXPECT_EQ(ibv_destroy_cq(cq_), 0);
-    }
-    if (pd_) {
-      EXPECT_EQ(ibv_dealloc_pd(pd_), 0);
-    }
-    if (ctx_) {
-      EXPECT_EQ(ibv_close_device(ctx_), 0);
-    }
+    OneDeviceTest::TearDown();
   }
 
   ibv_mr* reg(void* addr, std::size_t length, int access) {
@@ -73,39 +54,7 @@ class VerbsOdp : public ::testing::Test {
     return mr;
   }
 
-  ibv_qp* create_qp() {
-    ibv_qp_init_attr init{};
-    init.send_cq = cq_;
-    init.recv_cq = cq_;
-    init.qp_type = IBV_QPT_RC;
-    init.cap.max_send_wr = 16;
-    init.cap.max_recv_wr = 16;
-    init.cap.max_send_sge = 1;
-    init.cap.max_recv_sge = 1;
-    return ibv_create_qp(pd_, &init);
-  }
-
-  static void connect(ibv_qp* qp, ibv_qp* peer) {
-    uroce::test::connect_to_self(qp, peer->qp_num, kRemoteAccess);
-  }
-
-  // A fresh pair of connected QPs (a QP that saw an error stays in ERR).
-  void connect_pair() {
-    for (ibv_qp** qp : {&qa_, &qb_}) {
-      if (*qp) {
-        ASSERT_EQ(ibv_destroy_qp(*qp), 0);
-      }
-      *qp = create_qp();
-      ASSERT_NE(*qp, nullptr);
-    }
-    connect(qa_, qb_);
-    connect(qb_, qa_);
-  }
-
-  ibv_wc wait() { return uroce::test::wait_one(cq_); }
-  int post(ibv_wr_opcode op, ibv_sge sge, std::uint64_t remote, std::uint32_t rkey) {
-    return uroce::test::post_one(qa_, op, sge, remote, rkey, 1);
-  }
+  void connect_pair() { OneDeviceTest::connect_pair(kRemoteAccess); }
 
   // Write, read back and send through `local` (on a_) and `remote` (on
   // b_), checking the bytes each time.
@@ -133,7 +82,7 @@ class VerbsOdp : public ::testing::Test {
     rwr.sg_list = &rs;
     rwr.num_sge = 1;
     ibv_recv_wr* rbad = nullptr;
-    ASSERT_EQ(ibv_post_recv(qb_, &rwr, &rbad), 0);
+    ASSERT_EQ(ibv_post_recv(qps_[1], &rwr, &rbad), 0);
     ASSERT_EQ(post(IBV_WR_SEND, {addr_of(a_.data() + 100), 3000, local->lkey}, 0, 0), 0);
     for (int i = 0; i < 2; ++i) {
       wc = wait();
@@ -145,11 +94,6 @@ class VerbsOdp : public ::testing::Test {
     EXPECT_EQ(std::memcmp(a_.data() + 100, b_.data() + 20000, 3000), 0);
   }
 
-  ibv_context* ctx_ = nullptr;
-  ibv_pd* pd_ = nullptr;
-  ibv_cq* cq_ = nullptr;
-  ibv_qp* qa_ = nullptr;
-  ibv_qp* qb_ = nullptr;
   std::vector<ibv_mr*> mrs_;
   std::vector<std::uint8_t> a_, b_;
 };
