@@ -393,7 +393,7 @@ TEST_F(VerbsApi, ABadLocalKeyIsALocalProtectionError) {
 }
 
 TEST_F(VerbsApi, RemoteWriteNeedsTheRegionsPermission) {
-  ibv_mr* ro = ibv_reg_mr(b_.pd, b_.buf() + 4096, 4096, IBV_ACCESS_REMOTE_READ);
+  ibv_mr* ro = ibv_reg_mr(b_.pd, b_.buf() + 4096, 4096, int{IBV_ACCESS_REMOTE_READ});
   ASSERT_NE(ro, nullptr);
   connect();
   ASSERT_EQ(
@@ -645,7 +645,7 @@ TEST_F(VerbsApi, CreationChecksItsArguments) {
   EXPECT_EQ(errno, EOPNOTSUPP) << "no raw packet QPs";
   EXPECT_EQ(ibv_create_cq(a_.ctx, 0, nullptr, nullptr, 0), nullptr);
   EXPECT_EQ(errno, EINVAL) << "a CQ needs an entry";
-  EXPECT_EQ(ibv_reg_mr(a_.pd, a_.buf(), 64, IBV_ACCESS_REMOTE_WRITE), nullptr);
+  EXPECT_EQ(ibv_reg_mr(a_.pd, a_.buf(), 64, int{IBV_ACCESS_REMOTE_WRITE}), nullptr);
   EXPECT_EQ(errno, EINVAL) << "remote write needs local write (IBA 10.6.3.1)";
   ibv_port_attr port{};
   EXPECT_EQ(ibv_query_port(a_.ctx, 2, &port), EINVAL);

@@ -39,7 +39,7 @@ class MemoryWindowApi : public uroce::test::OneDeviceTest {
     for (std::size_t i = 0; i < kPage; ++i) source_[i] = static_cast<std::uint8_t>(i * 13 + 1);
     mr_ = ibv_reg_mr(pd_, target_.data(), target_.size(), kMrAccess);
     ASSERT_NE(mr_, nullptr);
-    src_mr_ = ibv_reg_mr(pd_, source_.data(), source_.size(), IBV_ACCESS_LOCAL_WRITE);
+    src_mr_ = ibv_reg_mr(pd_, source_.data(), source_.size(), int{IBV_ACCESS_LOCAL_WRITE});
     ASSERT_NE(src_mr_, nullptr);
     connect_pair(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
   }
@@ -179,7 +179,7 @@ TEST_F(MemoryWindowApi, AType1WindowUnboundByAnEmptyBindReachesNothing) {
   ASSERT_EQ(ibv_bind_mw(qps_[1], mw_, &unbind), 0);
   ASSERT_EQ(wait().status, IBV_WC_SUCCESS);
   EXPECT_EQ(ibv_dereg_mr(src_mr_), 0) << "any region may go";
-  src_mr_ = ibv_reg_mr(pd_, source_.data(), source_.size(), IBV_ACCESS_LOCAL_WRITE);
+  src_mr_ = ibv_reg_mr(pd_, source_.data(), source_.size(), int{IBV_ACCESS_LOCAL_WRITE});
   ASSERT_NE(src_mr_, nullptr);
   ASSERT_EQ(post(IBV_WR_RDMA_WRITE, sge(16), window(), mw_->rkey), 0);
   EXPECT_EQ(wait().status, IBV_WC_REM_ACCESS_ERR);
@@ -223,7 +223,7 @@ TEST_F(MemoryWindowApi, ASendWithInvalidateFreesAType2Window) {
   const std::uint32_t rkey = ibv_inc_rkey(mw_->rkey);
   ASSERT_EQ(bind_type2(IBV_ACCESS_REMOTE_WRITE, rkey).status, IBV_WC_SUCCESS);
   std::vector<std::uint8_t> inbox(64);
-  ibv_mr* inbox_mr = ibv_reg_mr(pd_, inbox.data(), inbox.size(), IBV_ACCESS_LOCAL_WRITE);
+  ibv_mr* inbox_mr = ibv_reg_mr(pd_, inbox.data(), inbox.size(), int{IBV_ACCESS_LOCAL_WRITE});
   ASSERT_NE(inbox_mr, nullptr);
   ibv_sge r{reinterpret_cast<std::uint64_t>(inbox.data()), 64, inbox_mr->lkey};
   ibv_recv_wr rwr{};

@@ -209,8 +209,10 @@ TEST(Icrc, CoversInvariantFieldsOnly) {
   auto psn = base;
   psn[bth + 11] ^= 1;
   EXPECT_EQ(reparse(psn), DropReason::kBadIcrc) << "PSN is covered";
+  // The last payload byte, ahead of the 4-byte ICRC.
+  ASSERT_GT(base.size(), bth + 12 + 16 + 4);
   auto data = base;
-  data[data.size() - 5] ^= 0x80;
+  data.at(data.size() - 5) ^= 0x80;
   EXPECT_EQ(reparse(data), DropReason::kBadIcrc) << "payload is covered";
 }
 
