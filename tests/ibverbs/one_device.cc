@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-#include "interop/one_device.h"
+#include "ibverbs/one_device.h"
 
 #include <gtest/gtest.h>
 #include <sched.h>

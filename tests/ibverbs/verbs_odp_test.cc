@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "interop/one_device.h"
+#include "ibverbs/one_device.h"
 
 namespace {
 

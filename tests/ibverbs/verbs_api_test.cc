@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "interop/one_device.h"
+#include "ibverbs/one_device.h"
 
 namespace {
 
