@@ -222,7 +222,7 @@ void Engine::buffer_rx(RxFrame* frames, std::uint16_t n, Nanos now) {
     // small frames fill it (and send XOFF) before they run out the mbufs.
     const auto charge = static_cast<std::uint32_t>(
         std::max<std::uint64_t>(f.size(), cfg_.rx_buffer.bytes / kMaxBufferedFrames));
-    const std::uint8_t prio = pfc::frame_priority(f);
+    const std::uint8_t prio = pfc::frame_priority(wire::classify(f));
     // Lossy priorities may fill the buffer up to xoff only: the rest is
     // the lossless priorities' headroom.
     std::uint64_t limit = cfg_.rx_buffer.bytes;
@@ -734,31 +734,15 @@ bool Engine::Sink::transmit(const transport::TxPacket& pkt) {
   if (!e_.port_.tx_alloc(len, f)) return false;
   // IPv4 header checksums go to the port when it offers to compute them.
   const bool offload = e_.ipv4_checksum_offload_ && !route.ipv6();
-  const std::size_t hdr = wire::write_roce_headers(f.room, route, pkt.bth, pkt.ext, pkt.payload_len,
-                                                   ++e_.ip_id_, !offload);
-  if (hdr == 0) {
+  if (wire::build_roce_frame(f.room, route, pkt.bth, pkt.ext,
+                             std::span(pkt.payload.data(), pkt.payload_segs), ++e_.ip_id_,
+                             offload) != len) {
     e_.port_.tx_free(f);
     return false;
   }
-  std::uint8_t* p = f.room.data() + hdr;
-  for (std::uint32_t i = 0; i < pkt.payload_segs; ++i) {
-    std::memcpy(p, pkt.payload[i].data(), pkt.payload[i].size());
-    p += pkt.payload[i].size();
-  }
-  std::memset(p, 0, wire::pad_count(pkt.payload_len));
-  const std::size_t l3 = route.l3_offset();
-  const std::size_t icrc_at = len - wire::kIcrcSize;
-  wire::icrc_store(f.room.data() + icrc_at,
-                   wire::icrc_compute(ConstBytes(f.room.data() + l3, icrc_at - l3)));
-  if (route.ipv6()) {
-    const std::size_t udp = l3 + wire::Ipv6Hdr::kSize;
-    const ConstBytes dgram(f.room.data() + udp, len - udp);
-    wire::store_be16(f.room.data() + udp + 6,
-                     wire::udp6_checksum(route.src_ip, route.dst_ip, std::span(&dgram, 1)));
-  }
   f.length = len;
   f.ipv4_checksum_offload = offload;
-  f.l2_len = static_cast<std::uint8_t>(l3);
+  f.l2_len = static_cast<std::uint8_t>(route.l3_offset());
   if (offload) e_.counters_.inc(EngineCounter::kTxIpv4ChecksumOffload);
   ++n_;
   return true;

@@ -8,14 +8,15 @@
 
 #include <cstdint>
 
-#include "wire/bytes.h"
+#include "wire/classify.h"
 
 namespace uroce::pfc {
 
 /// The default DSCP-to-priority map.
 constexpr std::uint8_t dscp_priority(std::uint8_t dscp) { return (dscp >> 3) & 7; }
 
-/// The priority of `frame`; 0 for frames that carry none (untagged ARP).
-std::uint8_t frame_priority(wire::ConstBytes frame);
+/// The priority of a classified frame; 0 for frames that carry none
+/// (untagged ARP).
+std::uint8_t frame_priority(const wire::FrameClass& frame);
 
 }  // namespace uroce::pfc

@@ -7,39 +7,20 @@ namespace uroce::sw {
 
 FrameInfo inspect(wire::ConstBytes frame, const PriorityMap& map) {
   FrameInfo f;
-  std::uint16_t type = wire::load_be16(frame.data() + 12);
-  std::uint8_t pcp = 0;
-  if (type == wire::ether_type::kVlan && frame.size() >= 18) {
-    const std::uint16_t tci = wire::load_be16(frame.data() + 14);
-    f.tagged = true;
-    pcp = static_cast<std::uint8_t>(tci >> 13);
-    f.vid = tci & 0x0FFF;
-    type = wire::load_be16(frame.data() + 16);
-    f.l3 = 18;
-  }
-  std::uint8_t tclass = 0;
-  if (type == wire::ether_type::kIpv4 && frame.size() >= f.l3 + 20 && (frame[f.l3] >> 4) == 4) {
-    f.ip_version = 4;
-    tclass = frame[f.l3 + 1];
-  } else if (type == wire::ether_type::kIpv6 && frame.size() >= f.l3 + 40 &&
-             (frame[f.l3] >> 4) == 6) {
-    f.ip_version = 6;
-    tclass = static_cast<std::uint8_t>((frame[f.l3] & 0x0F) << 4 | frame[f.l3 + 1] >> 4);
-  }
-  f.ecn = static_cast<wire::Ecn>(tclass & 3);
+  static_cast<wire::FrameClass&>(f) = wire::classify(frame);
   if (f.tagged && map.trust_pcp) {
-    f.priority = map.pcp[pcp];
-  } else if (f.ip_version != 0) {
-    f.priority = map.dscp[tclass >> 2];
+    f.priority = map.pcp[f.pcp];
+  } else if (f.ip()) {
+    f.priority = map.dscp[f.dscp()];
   } else {
-    f.priority = f.tagged ? map.pcp[pcp] : 0;
+    f.priority = f.tagged ? map.pcp[f.pcp] : 0;
   }
   return f;
 }
 
 bool mark_ce(wire::Bytes frame, const FrameInfo& info) {
-  if (info.ip_version == 0 || info.ecn == wire::Ecn::kNotEct) return false;
-  std::uint8_t* ip = frame.data() + info.l3;
+  if (!info.ip() || info.ecn() == wire::Ecn::kNotEct) return false;
+  std::uint8_t* ip = frame.data() + info.l3_offset();
   if (info.ip_version == 4) {
     // RFC 1624 incremental update: the TOS byte is the low byte of the
     // header's first 16-bit word.

@@ -14,6 +14,7 @@
 
 #include "pfc/quanta.h"
 #include "wire/bytes.h"
+#include "wire/classify.h"
 #include "wire/ip.h"
 
 namespace uroce::sw {
@@ -31,17 +32,13 @@ struct PriorityMap {
   }
 };
 
-/// What the pipeline needs to know of a frame.
-struct FrameInfo {
-  std::uint16_t vid = 0;
-  bool tagged = false;
+/// What the pipeline needs to know of a frame: lib/wire's classification
+/// and the priority the switch gives it.
+struct FrameInfo : wire::FrameClass {
   std::uint8_t priority = 0;
-  std::size_t l3 = 14;  ///< offset of the IP header
-  int ip_version = 0;   ///< 4, 6 or 0 (not IP)
-  wire::Ecn ecn = wire::Ecn::kNotEct;
 };
 
-/// Classifies `frame` (at least 14 bytes).
+/// Classifies `frame` and finds its priority.
 FrameInfo inspect(wire::ConstBytes frame, const PriorityMap& map);
 
 /// Sets an ECN-capable IP packet's ECN field to CE; the IPv4 header

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "switch/impairment.h"
 
+#include "wire/udp.h"
+
 namespace uroce::sw {
 
 namespace {
@@ -18,9 +20,9 @@ void Impairment::push(PacketPtr p, Nanos now, PacketPool& pool, std::vector<Pack
     // Past the IP and UDP headers, what the flip lands on is covered by
     // the ICRC (or TCP's checksum): the receiver must notice. A flip in
     // IPv4's UDP checksum field, which RoCEv2 leaves 0, would pass.
-    const FrameInfo info = inspect(p->bytes, PriorityMap{});
+    const wire::FrameClass c = wire::classify(p->bytes);
     std::size_t from = 14;
-    if (info.ip_version != 0) from = info.l3 + (info.ip_version == 4 ? 20 : 40) + 8;
+    if (c.ip()) from = c.l4_offset() + wire::UdpHdr::kSize;
     if (from >= p->bytes.size()) from = 14;
     const std::size_t bits = (p->bytes.size() - from) * 8;
     const std::size_t bit = from * 8 + rng_() % bits;

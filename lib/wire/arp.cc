@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "wire/classify.h"
+
 namespace uroce::wire {
 namespace {
 
@@ -43,15 +45,10 @@ std::size_t build_arp_reply(Bytes out, const ArpPacket& request, const MacAddr& 
 }
 
 bool parse_arp_frame(ConstBytes frame, ArpPacket& out) {
-  if (frame.size() < EthHdr::kSize) return false;
-  std::size_t off = EthHdr::kSize;
-  std::uint16_t type = load_be16(frame.data() + 12);
-  if (type == ether_type::kVlan) {
-    if (frame.size() < off + VlanTag::kSize) return false;
-    type = load_be16(frame.data() + off + 2);
-    off += VlanTag::kSize;
-  }
-  if (type != ether_type::kArp || frame.size() < off + kArpSize) return false;
+  const FrameClass c = classify(frame);
+  const std::size_t off = c.l2_len;
+  if (!c.valid() || c.ether_type != ether_type::kArp || frame.size() < off + kArpSize)
+    return false;
   const std::uint8_t* p = frame.data() + off;
   if (load_be16(p) != kHtypeEthernet || load_be16(p + 2) != ether_type::kIpv4 || p[4] != 6 ||
       p[5] != 4)

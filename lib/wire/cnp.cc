@@ -13,7 +13,7 @@ std::size_t build_cnp_frame(Bytes out, const RoceRoute& route, std::uint32_t des
   bth.opcode = static_cast<std::uint8_t>(Opcode::kCnp);
   bth.becn = true;
   bth.dest_qp = dest_qp;
-  return build_roce_frame(out, route, bth, ExtHeaders{}, {}, ip_id);
+  return build_roce_frame(out, route, bth, ExtHeaders{}, ConstBytes{}, ip_id);
 }
 
 }  // namespace uroce::wire

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "wire/classify.h"
 #include "wire/ethernet.h"
 #include "wire/ip.h"
 
@@ -17,18 +18,11 @@ constexpr std::size_t kIcmpHeaderSize = 8;
 }  // namespace
 
 std::size_t build_icmp_echo_reply(Bytes out, ConstBytes request) {
-  if (request.size() < EthHdr::kSize) return 0;
-  std::size_t l3 = EthHdr::kSize;
+  const FrameClass c = classify(request);
+  if (c.ip_version != 4) return 0;
+  const std::size_t l3 = c.l3_offset();
   const EthHdr eth = EthHdr::parse(request.data());
-  std::uint16_t type = eth.ether_type;
-  if (type == ether_type::kVlan) {
-    if (request.size() < l3 + VlanTag::kSize) return 0;
-    type = load_be16(request.data() + l3 + 2);
-    l3 += VlanTag::kSize;
-  }
-  if (type != ether_type::kIpv4 || request.size() < l3 + Ipv4Hdr::kMinSize) return 0;
   const std::uint8_t* ip_p = request.data() + l3;
-  if ((ip_p[0] >> 4) != 4) return 0;
   const Ipv4Hdr ip = Ipv4Hdr::parse(ip_p);
   const std::size_t ihl = ip.header_length();
   if (ihl < Ipv4Hdr::kMinSize || ip.total_length < ihl + kIcmpHeaderSize ||

@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "wire/classify.h"
+
 namespace uroce::wire {
 
 namespace {
@@ -76,14 +78,9 @@ std::size_t build_neighbor_advertisement(Bytes out, const NdpPacket& ns, const M
 }
 
 bool parse_ndp_frame(ConstBytes frame, NdpPacket& out) {
-  if (frame.size() < EthHdr::kSize) return false;
-  std::size_t l3 = EthHdr::kSize;
-  std::uint16_t type = load_be16(frame.data() + 12);
-  if (type == ether_type::kVlan && frame.size() >= l3 + 4) {
-    type = load_be16(frame.data() + l3 + 2);
-    l3 += 4;
-  }
-  if (type != ether_type::kIpv6 || frame.size() < l3 + Ipv6Hdr::kSize + 24) return false;
+  const FrameClass c = classify(frame);
+  const std::size_t l3 = c.l3_offset();
+  if (c.ip_version != 6 || frame.size() < l3 + Ipv6Hdr::kSize + 24) return false;
   const Ipv6Hdr ip = Ipv6Hdr::parse(frame.data() + l3);
   if (ip.next_header != ip_proto::kIcmpv6 || ip.hop_limit != 255) return false;
   const std::size_t len = ip.payload_length;

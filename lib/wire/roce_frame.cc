@@ -67,17 +67,25 @@ std::size_t write_roce_headers(Bytes out, const RoceRoute& route, Bth bth, const
 }
 
 std::size_t build_roce_frame(Bytes out, const RoceRoute& route, const Bth& bth,
-                             const ExtHeaders& ext, ConstBytes payload, std::uint16_t ip_id) {
+                             const ExtHeaders& ext, std::span<const ConstBytes> payload,
+                             std::uint16_t ip_id, bool offload_ipv4_checksum) {
   const OpcodeInfo& info = opcode_info(bth.opcode);
   if (!info.valid()) return 0;
-  const std::size_t frame_len = roce_frame_length(route, info, payload.size());
+  std::size_t payload_len = 0;
+  for (const ConstBytes& seg : payload) payload_len += seg.size();
+  const std::size_t frame_len = roce_frame_length(route, info, payload_len);
   if (out.size() < frame_len) return 0;
-  const std::size_t hdr_len = write_roce_headers(out, route, bth, ext, payload.size(), ip_id);
+  const std::size_t hdr_len = write_roce_headers(out, route, bth, ext, payload_len, ip_id,
+                                                 !offload_ipv4_checksum || route.ipv6());
   if (hdr_len == 0) return 0;
 
   std::uint8_t* p = out.data() + hdr_len;
-  if (!payload.empty()) std::memcpy(p, payload.data(), payload.size());
-  std::memset(p + payload.size(), 0, pad_count(payload.size()));
+  for (const ConstBytes& seg : payload) {
+    if (seg.empty()) continue;
+    std::memcpy(p, seg.data(), seg.size());
+    p += seg.size();
+  }
+  std::memset(p, 0, pad_count(payload_len));
 
   const std::size_t l3 = route.l3_offset();
   const std::size_t icrc_at = frame_len - kIcrcSize;

@@ -56,20 +56,28 @@ std::size_t roce_frame_length(const RoceRoute& route, const OpcodeInfo& info,
 /// Ethernet header to the last extension header, into `out`; fills in the
 /// lengths, the pad count (bth.pad_count is ignored) and the IPv4 checksum
 /// (unless `ipv4_checksum` is false: a NIC offload fills it in; the ICRC
-/// masks it either way).
-/// The caller appends payload, pad and ICRC (icrc_compute over a chain
-/// lets the payload stay in its own buffer) and, over IPv6, the UDP
-/// checksum last (udp6_checksum, or the NIC's offload); the ICRC does not
-/// cover it. Returns the header length, or
-/// 0 when `out` is too small or the opcode is unknown.
+/// masks it either way). The first half of build_roce_frame, which every
+/// frame goes through; on its own for measuring it. Returns the header
+/// length, or 0 when `out` is too small or the opcode is unknown.
 std::size_t write_roce_headers(Bytes out, const RoceRoute& route, Bth bth, const ExtHeaders& ext,
                                std::size_t payload_len, std::uint16_t ip_id,
                                bool ipv4_checksum = true);
 
-/// Builds a complete frame into `out`: headers, payload, zero pad, ICRC.
-/// Returns the frame length, or 0 when `out` is too small or the opcode is
-/// unknown.
+/// Builds a complete frame into `out`, the one way every RoCE frame uroce
+/// sends is made: headers, the payload gathered from `payload` in order,
+/// zero pad, ICRC and, over IPv6, the UDP checksum (which the ICRC does
+/// not cover). With `offload_ipv4_checksum` the IPv4 header checksum is
+/// left 0 for the port to fill in. Returns the frame length, or 0 when
+/// `out` is too small or the opcode is unknown.
 std::size_t build_roce_frame(Bytes out, const RoceRoute& route, const Bth& bth,
-                             const ExtHeaders& ext, ConstBytes payload, std::uint16_t ip_id);
+                             const ExtHeaders& ext, std::span<const ConstBytes> payload,
+                             std::uint16_t ip_id, bool offload_ipv4_checksum = false);
+
+/// The same with the payload in one piece.
+inline std::size_t build_roce_frame(Bytes out, const RoceRoute& route, const Bth& bth,
+                                    const ExtHeaders& ext, ConstBytes payload,
+                                    std::uint16_t ip_id) {
+  return build_roce_frame(out, route, bth, ext, std::span<const ConstBytes>(&payload, 1), ip_id);
+}
 
 }  // namespace uroce::wire

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "wire/roce_parser.h"
 
+#include "wire/classify.h"
 #include "wire/icrc.h"
 
 namespace uroce::wire {
@@ -61,17 +62,13 @@ bool pad_is_valid(const OpcodeInfo& info, std::uint8_t pad, std::size_t payload_
 }  // namespace
 
 DropReason parse_roce_frame(ConstBytes frame, RocePacket& pkt) {
-  if (frame.size() < EthHdr::kSize) return DropReason::kShortFrame;
+  const FrameClass c = classify(frame);
+  if (!c.valid()) return DropReason::kShortFrame;
   pkt.eth = EthHdr::parse(frame.data());
-  std::size_t l3 = EthHdr::kSize;
-  std::uint16_t type = pkt.eth.ether_type;
-  pkt.has_vlan = type == ether_type::kVlan;
-  if (pkt.has_vlan) {
-    if (frame.size() < l3 + VlanTag::kSize) return DropReason::kShortFrame;
-    pkt.vlan = VlanTag::parse(frame.data() + l3);
-    type = pkt.vlan.ether_type;
-    l3 += VlanTag::kSize;
-  }
+  const std::size_t l3 = c.l3_offset();
+  const std::uint16_t type = c.ether_type;
+  pkt.has_vlan = c.tagged;
+  if (pkt.has_vlan) pkt.vlan = VlanTag::parse(frame.data() + EthHdr::kSize);
 
   // The frame may carry Ethernet padding past the IP packet (short frames
   // are padded to 60 bytes): everything below uses the IP length.

@@ -241,20 +241,20 @@ TEST(Classify, PcpWhenTaggedElseDscpPrecedence) {
   bth.opcode = static_cast<std::uint8_t>(wire::Opcode::kRcSendOnly);
   std::size_t n = wire::build_roce_frame(buf, r, bth, {}, payload, 1);
   ASSERT_GT(n, 0u);
-  EXPECT_EQ(frame_priority({buf, n}), 3u);
+  EXPECT_EQ(frame_priority(wire::classify({buf, n})), 3u);
   r.dscp = 48;
   n = wire::build_roce_frame(buf, r, bth, {}, payload, 1);
-  EXPECT_EQ(frame_priority({buf, n}), 6u);
+  EXPECT_EQ(frame_priority(wire::classify({buf, n})), 6u);
   r.src_ip = *wire::IpAddr::parse("fd00::1");
   r.dst_ip = *wire::IpAddr::parse("fd00::2");
   r.dscp = 26;
   n = wire::build_roce_frame(buf, r, bth, {}, payload, 1);
-  EXPECT_EQ(frame_priority({buf, n}), 3u);
+  EXPECT_EQ(frame_priority(wire::classify({buf, n})), 3u);
   r.vlan = true;
   r.pcp = 5;
   n = wire::build_roce_frame(buf, r, bth, {}, payload, 1);
-  EXPECT_EQ(frame_priority({buf, n}), 5u);
-  EXPECT_EQ(frame_priority({buf, 10}), 0u);
+  EXPECT_EQ(frame_priority(wire::classify({buf, n})), 5u);
+  EXPECT_EQ(frame_priority(wire::classify({buf, 10})), 0u);
 }
 
 }  // namespace

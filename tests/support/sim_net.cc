@@ -40,16 +40,13 @@ Qp& SimHost::create_qp(QpType type, std::uint32_t depth) {
 
 bool SimHost::transmit(const TxPacket& pkt) {
   if (link_free_ > net_.now_) return false;  // the wire is busy
-  std::vector<std::uint8_t> payload(pkt.payload_len);
-  std::size_t off = 0;
-  for (std::uint32_t i = 0; i < pkt.payload_segs; ++i) {
-    std::copy(pkt.payload[i].begin(), pkt.payload[i].end(), payload.begin() + off);
-    off += pkt.payload[i].size();
-  }
+  // The product's own builder, as the engine calls it: the payload
+  // gathered from the QP's registered memory.
   std::vector<std::uint8_t> frame(
-      wire::roce_frame_length(*pkt.route, wire::opcode_info(pkt.bth.opcode), payload.size()));
-  if (wire::build_roce_frame(frame, *pkt.route, pkt.bth, pkt.ext, payload, ++ip_id_) !=
-      frame.size())
+      wire::roce_frame_length(*pkt.route, wire::opcode_info(pkt.bth.opcode), pkt.payload_len));
+  if (wire::build_roce_frame(frame, *pkt.route, pkt.bth, pkt.ext,
+                             std::span(pkt.payload.data(), pkt.payload_segs),
+                             ++ip_id_) != frame.size())
     throw std::logic_error("the transport produced a packet lib/wire cannot build");
   net_.send_frame(*this, std::move(frame));
   return true;

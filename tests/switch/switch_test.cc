@@ -96,7 +96,7 @@ TEST(Frame, MarkingCeKeepsTheIpv4ChecksumAndTheIcrc) {
   auto f = roce(0, 1, 100);
   const FrameInfo info = inspect(f, PriorityMap{});
   EXPECT_EQ(info.priority, 3);
-  EXPECT_EQ(info.ecn, wire::Ecn::kEct0);
+  EXPECT_EQ(info.ecn(), wire::Ecn::kEct0);
   ASSERT_TRUE(mark_ce(f, info));
   EXPECT_EQ(ecn_of(f), wire::Ecn::kCe);
   wire::RocePacket pkt;

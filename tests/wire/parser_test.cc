@@ -179,7 +179,7 @@ TEST_F(Parser, RejectsPadLongerThanThePayload) {
   // A SEND_ONLY with no payload that claims 3 bytes of pad.
   std::vector<std::uint8_t> f(roce_frame_length(route_, opcode_info(Opcode::kRcSendOnly), 0));
   Bth b = sample_.bth;
-  ASSERT_EQ(build_roce_frame(f, route_, b, {}, {}, 1), f.size());
+  ASSERT_EQ(build_roce_frame(f, route_, b, {}, ConstBytes{}, 1), f.size());
   f[bth() + 1] |= 0x30;  // pad count 3 with no payload
   fix_icrc(f);
   EXPECT_EQ(parse(f), DropReason::kBadPad);
