@@ -77,8 +77,11 @@ class SeriesWriter {
       const sw::PortCounters& c = s.counters(p);
       for (unsigned q = 0; q < sw::kQueues; ++q) {
         const sw::QueueCounters& qc = c.queues[q];
-        const auto v = [](const pfc::Counter& x) {
+        const auto v = [](const counters::Counter& x) {
           return static_cast<unsigned long long>(x.get());
+        };
+        const auto prio = [&](pfc::PrioCounter pc) {
+          return static_cast<unsigned long long>(c.pfc.get(pc, q));
         };
         if (json_) {
           std::fprintf(f_,
@@ -87,13 +90,13 @@ class SeriesWriter {
                        "\"ecn_marked\":%llu,\"dropped\":%llu,\"pfc_tx\":%llu,\"pfc_rx\":%llu,"
                        "\"paused_us\":%llu}\n",
                        t, p, q, v(qc.rx_bytes), v(qc.tx_bytes), v(qc.depth), v(qc.max_depth),
-                       v(qc.ecn_marked), v(qc.dropped), v(c.pfc.tx_pause[q]), v(c.pfc.rx_pause[q]),
-                       v(c.pfc.rx_pause_duration[q]));
+                       v(qc.ecn_marked), v(qc.dropped), prio(pfc::PrioCounter::kTxPause), prio(pfc::PrioCounter::kRxPause),
+                       prio(pfc::PrioCounter::kRxPauseDuration));
         } else {
           std::fprintf(f_, "%.6f,%u,%u,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu\n", t, p, q,
                        v(qc.rx_bytes), v(qc.tx_bytes), v(qc.depth), v(qc.max_depth),
-                       v(qc.ecn_marked), v(qc.dropped), v(c.pfc.tx_pause[q]), v(c.pfc.rx_pause[q]),
-                       v(c.pfc.rx_pause_duration[q]));
+                       v(qc.ecn_marked), v(qc.dropped), prio(pfc::PrioCounter::kTxPause), prio(pfc::PrioCounter::kRxPause),
+                       prio(pfc::PrioCounter::kRxPauseDuration));
         }
       }
     }

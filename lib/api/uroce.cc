@@ -124,9 +124,8 @@ namespace {
 
 std::vector<Counter> qp_counters(const tp::Qp& qp) {
   std::vector<Counter> out;
-  for (std::size_t i = 0; i < tp::kCounterNames.size(); ++i)
-    out.emplace_back(std::string(tp::kCounterNames[i]),
-                     qp.counters().get(static_cast<tp::Counter>(i)));
+  qp.counters().for_each(
+      [&](std::string_view name, std::uint64_t v) { out.emplace_back(std::string(name), v); });
   return out;
 }
 
@@ -217,16 +216,17 @@ std::unique_ptr<CompletionQueue> Device::create_cq(std::uint32_t depth, int* err
 void Device::poll() { impl_->dev->engine().poll(engine::now_ns()); }
 
 std::vector<Counter> Device::counters() const {
+  // The device's own counters, as uroce-stat shows them; each QP's are
+  // QueuePair::counters().
   std::vector<Counter> out;
-  const engine::EngineCounters& c = impl_->dev->engine().counters();
-  for (std::size_t i = 0; i < engine::kEngineCounterNames.size(); ++i)
-    out.emplace_back(std::string(engine::kEngineCounterNames[i]),
-                     c.get(static_cast<engine::EngineCounter>(i)));
-  for (std::size_t i = 1; i < wire::kDropReasonNames.size(); ++i)
-    out.emplace_back("drop_" + std::string(wire::kDropReasonNames[i]),
-                     c.drops(static_cast<wire::DropReason>(i)));
-  impl_->dev->engine().pfc_counters().for_each(
-      [&](const std::string& name, std::uint64_t v) { out.emplace_back(name, v); });
+  impl_->dev->for_each_counter([&](std::string_view scope, std::string_view name,
+                                   std::uint64_t v) {
+    if (scope == "engine" || scope == "pfc") {
+      out.emplace_back(std::string(name), v);
+    } else if (scope == "drop") {
+      out.emplace_back("drop_" + std::string(name), v);
+    }
+  });
   return out;
 }
 

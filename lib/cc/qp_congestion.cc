@@ -63,7 +63,7 @@ void QpCongestion::on_ce_marked(std::uint32_t qpn, const wire::RocePacket&, Nano
   // An RC or UC QP has one peer: keying the limiter by our QPN is keying
   // it by the sender's.
   if (np_.on_ce(qpn, now)) {
-    counters_.np_cnp_sent.add();
+    counters_.inc(Counter::kNpCnpSent);
     send_cnp_();
   }
 }
@@ -72,9 +72,9 @@ void QpCongestion::on_cnp(std::uint32_t, Nanos now) {
   if (!rp_enabled_) return;
   const bool was_limited = rp_.limited();
   if (rp_.on_cnp(now)) {
-    counters_.rp_cnp_handled.add();
+    counters_.inc(Counter::kRpCnpHandled);
   } else {
-    counters_.rp_cnp_ignored.add();
+    counters_.inc(Counter::kRpCnpIgnored);
   }
   if (!was_limited) {
     // Pacing starts now, with an empty bucket.

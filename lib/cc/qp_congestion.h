@@ -16,17 +16,35 @@
 
 #include "cc/notification_point.h"
 #include "cc/reaction_point.h"
-#include "pfc/counters.h"
+#include "counters/counter_set.h"
 #include "transport/tx.h"
 
 namespace uroce::cc {
 
 /// The device's DCQCN counters, under mlx5's names.
-struct Counters {
-  pfc::Counter np_cnp_sent;
-  pfc::Counter rp_cnp_handled;
-  pfc::Counter rp_cnp_ignored;
+enum class Counter : std::uint8_t {
+  kNpCnpSent,     ///< CNPs the notification point sent
+  kRpCnpHandled,  ///< CNPs that cut a sender's rate
+  kRpCnpIgnored,  ///< CNPs merged into the cut of the current period
+  kCount,
 };
+
+constexpr std::string_view name(Counter c) {
+  switch (c) {
+    case Counter::kNpCnpSent:
+      return "np_cnp_sent";
+    case Counter::kRpCnpHandled:
+      return "rp_cnp_handled";
+    case Counter::kRpCnpIgnored:
+      return "rp_cnp_ignored";
+    case Counter::kCount:
+      break;
+  }
+  return {};
+}
+
+/// DCQCN's counters of a device, named as mlx5's.
+using Counters = counters::CounterSet<Counter>;
 
 class QpCongestion final : public transport::TxGate, public transport::CongestionObserver {
  public:

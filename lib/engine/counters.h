@@ -4,11 +4,10 @@
 // Engine counters: what the port saw and what became of it. Frames the
 // RoCEv2 parser refused are counted per drop reason (wire::DropReason).
 
-#include <array>
-#include <atomic>
 #include <cstdint>
 #include <string_view>
 
+#include "counters/counter_set.h"
 #include "wire/roce_parser.h"
 
 namespace uroce::engine {
@@ -43,56 +42,92 @@ enum class EngineCounter : std::uint8_t {
   kCount,
 };
 
-inline constexpr std::array<std::string_view, static_cast<std::size_t>(EngineCounter::kCount)>
-    kEngineCounterNames = {
-        "rx_bursts",
-        "rx_frames",
-        "tx_frames",
-        "tx_dropped",
-        "tx_ipv4_checksum_offload",
-        "rx_roce",
-        "rx_not_our_ip",
-        "rx_unknown_qpn",
-        "rx_arp",
-        "tx_arp_reply",
-        "tx_arp_request",
-        "rx_icmp_echo",
-        "rx_ndp",
-        "tx_neighbor_advert",
-        "tx_neighbor_solicit",
-        "rx_mac_control",
-        "rx_mac_control_dropped",
-        "rx_buffer_dropped",
-        "tx_cnp_held",
-        "tx_loopback",
-        "rx_loopback",
-        "rx_other",
-        "fault_dropped",
-        "fault_duplicated",
-        "fault_reordered",
-        "fault_corrupted",
-};
-static_assert(kEngineCounterNames.back() == "fault_corrupted");
+/// The counter's name, in uroce-stat's engine scope.
+constexpr std::string_view name(EngineCounter c) {
+  switch (c) {
+    case EngineCounter::kRxBursts:
+      return "rx_bursts";
+    case EngineCounter::kRxFrames:
+      return "rx_frames";
+    case EngineCounter::kTxFrames:
+      return "tx_frames";
+    case EngineCounter::kTxDropped:
+      return "tx_dropped";
+    case EngineCounter::kTxIpv4ChecksumOffload:
+      return "tx_ipv4_checksum_offload";
+    case EngineCounter::kRxRoce:
+      return "rx_roce";
+    case EngineCounter::kRxNotOurIp:
+      return "rx_not_our_ip";
+    case EngineCounter::kRxUnknownQpn:
+      return "rx_unknown_qpn";
+    case EngineCounter::kRxArp:
+      return "rx_arp";
+    case EngineCounter::kTxArpReply:
+      return "tx_arp_reply";
+    case EngineCounter::kTxArpRequest:
+      return "tx_arp_request";
+    case EngineCounter::kRxIcmpEcho:
+      return "rx_icmp_echo";
+    case EngineCounter::kRxNdp:
+      return "rx_ndp";
+    case EngineCounter::kTxNeighborAdvert:
+      return "tx_neighbor_advert";
+    case EngineCounter::kTxNeighborSolicit:
+      return "tx_neighbor_solicit";
+    case EngineCounter::kRxMacControl:
+      return "rx_mac_control";
+    case EngineCounter::kRxMacControlDropped:
+      return "rx_mac_control_dropped";
+    case EngineCounter::kRxBufferDropped:
+      return "rx_buffer_dropped";
+    case EngineCounter::kTxCnpHeld:
+      return "tx_cnp_held";
+    case EngineCounter::kTxLoopback:
+      return "tx_loopback";
+    case EngineCounter::kRxLoopback:
+      return "rx_loopback";
+    case EngineCounter::kRxOther:
+      return "rx_other";
+    case EngineCounter::kFaultDropped:
+      return "fault_dropped";
+    case EngineCounter::kFaultDuplicated:
+      return "fault_duplicated";
+    case EngineCounter::kFaultReordered:
+      return "fault_reordered";
+    case EngineCounter::kFaultCorrupted:
+      return "fault_corrupted";
+    case EngineCounter::kCount:
+      break;
+  }
+  return {};
+}
 
-/// Written by the engine thread, read from anywhere.
+/// Written by the engine thread, read from anywhere: what the port saw,
+/// and the RoCEv2 frames the parser refused, by reason.
 class EngineCounters {
  public:
-  void inc(EngineCounter c, std::uint64_t n = 1) { bump(v_[static_cast<std::size_t>(c)], n); }
-  void drop(wire::DropReason r) { bump(drops_[static_cast<std::size_t>(r)], 1); }
-  std::uint64_t get(EngineCounter c) const {
-    return v_[static_cast<std::size_t>(c)].load(std::memory_order_relaxed);
+  void inc(EngineCounter c, std::uint64_t n = 1) { counters_.inc(c, n); }
+  void drop(wire::DropReason r) { drops_.inc(r); }
+  std::uint64_t get(EngineCounter c) const { return counters_.get(c); }
+  std::uint64_t drops(wire::DropReason r) const { return drops_.get(r); }
+
+  /// Calls fn(name, value) for every engine counter.
+  template <typename F>
+  void for_each(F&& fn) const {
+    counters_.for_each(fn);
   }
-  std::uint64_t drops(wire::DropReason r) const {
-    return drops_[static_cast<std::size_t>(r)].load(std::memory_order_relaxed);
+  /// Calls fn(name, value) for every drop reason (kNone is no drop).
+  template <typename F>
+  void for_each_drop(F&& fn) const {
+    drops_.for_each([&](std::string_view name, std::uint64_t v) {
+      if (name != wire::name(wire::DropReason::kNone)) fn(name, v);
+    });
   }
 
  private:
-  static void bump(std::atomic<std::uint64_t>& v, std::uint64_t n) {
-    v.store(v.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-  }
-  std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(EngineCounter::kCount)> v_{};
-  std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(wire::DropReason::kCount)>
-      drops_{};
+  counters::CounterSet<EngineCounter> counters_;
+  counters::CounterSet<wire::DropReason> drops_;
 };
 
 }  // namespace uroce::engine

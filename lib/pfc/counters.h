@@ -6,54 +6,93 @@
 // rx_prio3_pause_duration (microseconds), plus the watchdog's count.
 
 #include <array>
-#include <atomic>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
+#include "counters/counter_set.h"
 #include "wire/mac_control.h"
 
 namespace uroce::pfc {
 
-/// A counter written by the engine thread and read from anywhere.
-class Counter {
- public:
-  void add(std::uint64_t n = 1) {
-    v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-  }
-  void set(std::uint64_t v) { v_.store(v, std::memory_order_relaxed); }
-  std::uint64_t get() const { return v_.load(std::memory_order_relaxed); }
-
- private:
-  std::atomic<std::uint64_t> v_{0};
+/// Counted per priority; the name takes the priority after its direction
+/// (rx_pause -> rx_prio3_pause).
+enum class PrioCounter : std::uint8_t {
+  kRxPause,          ///< PFC frames received that paused priority N
+  kRxPauseDuration,  ///< microseconds priority N spent paused
+  kRxResume,         ///< PFC frames received that resumed priority N (XON)
+  kTxPause,          ///< XOFF frames sent for priority N, refreshes included
+  kTxResume,         ///< XON frames sent for priority N
+  kCount,
 };
 
-struct Counters {
-  using PerPriority = std::array<Counter, wire::kNumPriorities>;
+constexpr std::string_view name(PrioCounter c) {
+  switch (c) {
+    case PrioCounter::kRxPause:
+      return "rx_pause";
+    case PrioCounter::kRxPauseDuration:
+      return "rx_pause_duration";
+    case PrioCounter::kRxResume:
+      return "rx_resume";
+    case PrioCounter::kTxPause:
+      return "tx_pause";
+    case PrioCounter::kTxResume:
+      return "tx_resume";
+    case PrioCounter::kCount:
+      break;
+  }
+  return {};
+}
 
-  PerPriority rx_pause;           ///< PFC frames received that paused priority N
-  PerPriority rx_pause_duration;  ///< microseconds priority N spent paused
-  PerPriority rx_resume;          ///< PFC frames received that resumed priority N (XON)
-  PerPriority tx_pause;           ///< XOFF frames sent for priority N, refreshes included
-  PerPriority tx_resume;          ///< XON frames sent for priority N
-  Counter rx_global_pause;        ///< 802.3x PAUSE frames received
-  Counter rx_pause_ignored;       ///< pauses ignored on a priority in storm restoration
-  Counter pfc_storm_detected;     ///< watchdog trips
+/// Counted for the port.
+enum class PortCounter : std::uint8_t {
+  kRxGlobalPause,     ///< 802.3x PAUSE frames received
+  kRxPauseIgnored,    ///< pauses ignored on a priority in storm restoration
+  kPfcStormDetected,  ///< watchdog trips
+  kCount,
+};
 
-  /// Calls fn(name, value) for every counter.
+constexpr std::string_view name(PortCounter c) {
+  switch (c) {
+    case PortCounter::kRxGlobalPause:
+      return "rx_global_pause";
+    case PortCounter::kRxPauseIgnored:
+      return "rx_pause_ignored";
+    case PortCounter::kPfcStormDetected:
+      return "pfc_storm_detected";
+    case PortCounter::kCount:
+      break;
+  }
+  return {};
+}
+
+class Counters {
+ public:
+  void inc(PrioCounter c, unsigned prio, std::uint64_t n = 1) { prio_[prio].inc(c, n); }
+  void set(PrioCounter c, unsigned prio, std::uint64_t v) { prio_[prio].set(c, v); }
+  std::uint64_t get(PrioCounter c, unsigned prio) const { return prio_[prio].get(c); }
+  void inc(PortCounter c, std::uint64_t n = 1) { port_.inc(c, n); }
+  std::uint64_t get(PortCounter c) const { return port_.get(c); }
+
+  /// Calls fn(name, value) for every counter: priority by priority, then
+  /// the port's.
   template <typename F>
   void for_each(F&& fn) const {
     for (unsigned p = 0; p < wire::kNumPriorities; ++p) {
-      const std::string prio = "prio" + std::to_string(p);
-      fn("rx_" + prio + "_pause", rx_pause[p].get());
-      fn("rx_" + prio + "_pause_duration", rx_pause_duration[p].get());
-      fn("rx_" + prio + "_resume", rx_resume[p].get());
-      fn("tx_" + prio + "_pause", tx_pause[p].get());
-      fn("tx_" + prio + "_resume", tx_resume[p].get());
+      prio_[p].for_each([&](std::string_view n, std::uint64_t v) {
+        // mlx5's spelling: the direction, the priority, the rest.
+        const std::size_t dir = n.find('_');
+        fn(std::string(n.substr(0, dir)) + "_prio" + std::to_string(p) +
+               std::string(n.substr(dir)),
+           v);
+      });
     }
-    fn(std::string("rx_global_pause"), rx_global_pause.get());
-    fn(std::string("rx_pause_ignored"), rx_pause_ignored.get());
-    fn(std::string("pfc_storm_detected"), pfc_storm_detected.get());
+    port_.for_each([&](std::string_view n, std::uint64_t v) { fn(std::string(n), v); });
   }
+
+ private:
+  std::array<counters::CounterSet<PrioCounter>, wire::kNumPriorities> prio_;
+  counters::CounterSet<PortCounter> port_;
 };
 
 }  // namespace uroce::pfc

@@ -16,7 +16,7 @@ std::optional<PfcRequest> PauseGenerator::update(
       if (backlog[p] <= cfg_.xon_bytes) {
         req.class_enable |= bit;  // time 0: XON
         xoff_ &= static_cast<std::uint8_t>(~bit);
-        counters_.tx_resume[p].add();
+        counters_.inc(PrioCounter::kTxResume, p);
         continue;
       }
       // Still above xon: the same XOFF again before the partner's timer
@@ -29,7 +29,7 @@ std::optional<PfcRequest> PauseGenerator::update(
     req.class_time[p] = cfg_.quanta;
     xoff_ |= bit;
     refresh_at_[p] = now + refresh_ns_;
-    counters_.tx_pause[p].add();
+    counters_.inc(PrioCounter::kTxPause, p);
   }
   if (req.class_enable == 0) return std::nullopt;
   return req;

@@ -10,7 +10,7 @@ PauseState::PauseState(std::uint8_t lossless, std::uint32_t speed_mbps, Watchdog
 void PauseState::on_frame(const wire::MacControlFrame& frame, Nanos now) {
   if (frame.opcode == wire::mac_control_opcode::kPause) {
     // 802.3x stops the whole link, whatever the priority.
-    counters_.rx_global_pause.add();
+    counters_.inc(PortCounter::kRxGlobalPause);
     for (unsigned p = 0; p < wire::kNumPriorities; ++p) pause(p, frame.pause_time, now);
     return;
   }
@@ -18,9 +18,9 @@ void PauseState::on_frame(const wire::MacControlFrame& frame, Nanos now) {
     const auto bit = static_cast<std::uint8_t>(1u << p);
     if (!(frame.class_enable & bit) || !(lossless_ & bit)) continue;
     if (frame.class_time[p] == 0) {
-      counters_.rx_resume[p].add();
+      counters_.inc(PrioCounter::kRxResume, p);
     } else {
-      counters_.rx_pause[p].add();
+      counters_.inc(PrioCounter::kRxPause, p);
     }
     pause(p, frame.class_time[p], now);
   }
@@ -29,7 +29,7 @@ void PauseState::on_frame(const wire::MacControlFrame& frame, Nanos now) {
 void PauseState::pause(unsigned p, std::uint16_t quanta, Nanos now) {
   const auto bit = static_cast<std::uint8_t>(1u << p);
   if (storm_until_[p] > now) {
-    counters_.rx_pause_ignored.add();
+    counters_.inc(PortCounter::kRxPauseIgnored);
     return;
   }
   if ((active_ & bit) && until_[p] <= now) end(p, until_[p]);  // lapsed before this frame
@@ -47,12 +47,12 @@ void PauseState::pause(unsigned p, std::uint16_t quanta, Nanos now) {
 void PauseState::end(unsigned p, Nanos at) {
   active_ &= static_cast<std::uint8_t>(~(1u << p));
   paused_ns_[p] += at > since_[p] ? at - since_[p] : 0;
-  counters_.rx_pause_duration[p].set(paused_ns_[p] / 1000);
+  counters_.set(PrioCounter::kRxPauseDuration, p, paused_ns_[p] / 1000);
 }
 
 void PauseState::publish_duration(unsigned p, Nanos now) {
   const Nanos running = now > since_[p] ? now - since_[p] : 0;
-  counters_.rx_pause_duration[p].set((paused_ns_[p] + running) / 1000);
+  counters_.set(PrioCounter::kRxPauseDuration, p, (paused_ns_[p] + running) / 1000);
 }
 
 std::uint8_t PauseState::paused(Nanos now) {
@@ -68,7 +68,7 @@ std::uint8_t PauseState::paused(Nanos now) {
         now - since_[p] >= watchdog_.detection_ns) {
       end(p, now);
       storm_until_[p] = now + watchdog_.restoration_ns;
-      counters_.pfc_storm_detected.add();
+      counters_.inc(PortCounter::kPfcStormDetected);
       new_storms_ |= bit;
       continue;
     }

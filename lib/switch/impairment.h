@@ -30,7 +30,7 @@ struct ImpairmentConfig {
 };
 
 struct ImpairmentCounters {
-  pfc::Counter lost, duplicated, reordered, corrupted, delayed;
+  counters::Counter lost, duplicated, reordered, corrupted, delayed;
 };
 
 class Impairment {

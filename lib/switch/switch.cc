@@ -143,7 +143,7 @@ std::uint32_t Switch::poll(Nanos now) {
 }
 
 void Switch::drop(PortState& st, Drop why, std::uint8_t prio) {
-  st.counters.drops[static_cast<std::size_t>(why)].add();
+  st.counters.drops.inc(why);
   st.counters.queues[prio & 7].dropped.add();
 }
 
@@ -431,8 +431,7 @@ void Switch::write_stats(std::string& out) const {
     line(scope, "tx_packets", c.tx_packets.get());
     line(scope, "tx_bytes", c.tx_bytes.get());
     line(scope, "ecn_marked", c.ecn_marked.get());
-    for (std::size_t d = 0; d < kDropNames.size(); ++d)
-      line(scope, kDropNames[d], c.drops[d].get());
+    c.drops.for_each([&](std::string_view name, std::uint64_t v) { line(scope, name, v); });
     c.pfc.for_each([&](const std::string& name, std::uint64_t v) { line(scope, name, v); });
     for (const auto* dir : {"rx", "tx"}) {
       const ImpairmentCounters& im = dir[0] == 'r' ? c.rx_impairment : c.tx_impairment;

@@ -86,26 +86,47 @@ enum class Drop : std::uint8_t {
   kMalformed,   ///< runt frames and malformed MAC control frames
   kCount,
 };
-inline constexpr std::array<std::string_view, static_cast<std::size_t>(Drop::kCount)> kDropNames = {
-    "drop_buffer_full", "drop_port_limit", "drop_queue_limit", "drop_headroom",
-    "drop_port_down",   "drop_filtered",   "drop_no_mbuf",     "drop_malformed"};
+/// The counter name of a drop reason (uroce-stat's switch scope).
+constexpr std::string_view name(Drop c) {
+  switch (c) {
+    case Drop::kBufferFull:
+      return "drop_buffer_full";
+    case Drop::kPortLimit:
+      return "drop_port_limit";
+    case Drop::kQueueLimit:
+      return "drop_queue_limit";
+    case Drop::kHeadroom:
+      return "drop_headroom";
+    case Drop::kPortDown:
+      return "drop_port_down";
+    case Drop::kFiltered:
+      return "drop_filtered";
+    case Drop::kNoMbuf:
+      return "drop_no_mbuf";
+    case Drop::kMalformed:
+      return "drop_malformed";
+    case Drop::kCount:
+      break;
+  }
+  return {};
+}
 
 struct QueueCounters {
-  pfc::Counter rx_bytes;  ///< bytes of this priority that came in on the port
-  pfc::Counter tx_packets, tx_bytes;
-  pfc::Counter depth, max_depth;  ///< bytes queued for the port now, and at most
-  pfc::Counter ecn_marked;
-  pfc::Counter dropped;
+  counters::Counter rx_bytes;  ///< bytes of this priority that came in on the port
+  counters::Counter tx_packets, tx_bytes;
+  counters::Counter depth, max_depth;  ///< bytes queued for the port now, and at most
+  counters::Counter ecn_marked;
+  counters::Counter dropped;
 };
 
 struct PortCounters {
-  pfc::Counter rx_packets, rx_bytes, tx_packets, tx_bytes;
-  std::array<pfc::Counter, static_cast<std::size_t>(Drop::kCount)> drops;
+  counters::Counter rx_packets, rx_bytes, tx_packets, tx_bytes;
+  counters::CounterSet<Drop> drops;
   std::array<QueueCounters, kQueues> queues;
-  pfc::Counter ecn_marked;
-  pfc::Counters pfc;  ///< rx_prioN_pause, tx_prioN_pause, rx_prioN_pause_duration, ...
+  counters::Counter ecn_marked;
+  pfc::Counters pfc;  /// rx_prioN_pause, tx_prioN_pause, rx_prioN_pause_duration, ...
   ImpairmentCounters rx_impairment, tx_impairment;
-  pfc::Counter link_up;
+  counters::Counter link_up;
 };
 
 class Switch {

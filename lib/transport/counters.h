@@ -5,10 +5,10 @@
 // /sys/class/infiniband/<dev>/ports/1/hw_counters (and, where rxe has none,
 // as mlx5 does), so users read uroce's numbers the way they read theirs.
 
-#include <array>
-#include <atomic>
 #include <cstdint>
 #include <string_view>
+
+#include "counters/counter_set.h"
 
 namespace uroce::transport {
 
@@ -35,44 +35,54 @@ enum class Counter : std::uint8_t {
   kCount,
 };
 
-inline constexpr std::array<std::string_view, static_cast<std::size_t>(Counter::kCount)>
-    kCounterNames = {
-        "sent_pkts",
-        "rcvd_pkts",
-        "duplicate_request",
-        "out_of_seq_request",
-        "rcvd_rnr_err",
-        "send_rnr_err",
-        "rcvd_seq_err",
-        "ack_deferred",
-        "retry_exceeded_err",
-        "retry_rnr_exceeded_err",
-        "completer_retry_err",
-        "send_err",
-        "rdma_sends",
-        "rdma_recvs",
-        "local_ack_timeout_err",
-        "implied_nak_seq_err",
-        "packet_seq_err",
-        "dropped_invalid",
-        "np_ecn_marked_roce_packets",
-};
-static_assert(kCounterNames.back() == "np_ecn_marked_roce_packets");
-
-/// Counters written by the engine thread and readable from any thread.
-class Counters {
- public:
-  void inc(Counter c, std::uint64_t n = 1) {
-    // One writer: a relaxed load and store, not a locked add.
-    auto& v = v_[static_cast<std::size_t>(c)];
-    v.store(v.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+/// The counter's name, as rxe's hw_counters (or mlx5's) spell it.
+constexpr std::string_view name(Counter c) {
+  switch (c) {
+    case Counter::kSentPkts:
+      return "sent_pkts";
+    case Counter::kRcvdPkts:
+      return "rcvd_pkts";
+    case Counter::kDuplicateRequest:
+      return "duplicate_request";
+    case Counter::kOutOfSeqRequest:
+      return "out_of_seq_request";
+    case Counter::kRcvdRnrErr:
+      return "rcvd_rnr_err";
+    case Counter::kSendRnrErr:
+      return "send_rnr_err";
+    case Counter::kRcvdSeqErr:
+      return "rcvd_seq_err";
+    case Counter::kAckDeferred:
+      return "ack_deferred";
+    case Counter::kRetryExceededErr:
+      return "retry_exceeded_err";
+    case Counter::kRetryRnrExceededErr:
+      return "retry_rnr_exceeded_err";
+    case Counter::kCompleterRetryErr:
+      return "completer_retry_err";
+    case Counter::kSendErr:
+      return "send_err";
+    case Counter::kRdmaSends:
+      return "rdma_sends";
+    case Counter::kRdmaRecvs:
+      return "rdma_recvs";
+    case Counter::kLocalAckTimeoutErr:
+      return "local_ack_timeout_err";
+    case Counter::kImpliedNakSeqErr:
+      return "implied_nak_seq_err";
+    case Counter::kPacketSeqErr:
+      return "packet_seq_err";
+    case Counter::kDroppedInvalid:
+      return "dropped_invalid";
+    case Counter::kEcnMarkedPkts:
+      return "np_ecn_marked_roce_packets";
+    case Counter::kCount:
+      break;
   }
-  std::uint64_t get(Counter c) const {
-    return v_[static_cast<std::size_t>(c)].load(std::memory_order_relaxed);
-  }
+  return {};
+}
 
- private:
-  std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(Counter::kCount)> v_{};
-};
+/// A QP's counters: written by the engine thread, readable from any.
+using Counters = counters::CounterSet<Counter>;
 
 }  // namespace uroce::transport

@@ -186,52 +186,42 @@ void Device::watch_link() {
   for (const auto& [handle, fn] : link_listeners_) fn(up);
 }
 
-void Device::write_stats(std::string& out) {
+void Device::for_each_counter(const CounterFn& fn) {
   const engine::EngineCounters& c = engine_->counters();
-  for (std::size_t i = 0; i < engine::kEngineCounterNames.size(); ++i) {
-    out += "engine " + std::string(engine::kEngineCounterNames[i]) + " " +
-           std::to_string(c.get(static_cast<engine::EngineCounter>(i))) + "\n";
-  }
-  for (std::size_t i = 1; i < wire::kDropReasonNames.size(); ++i) {
-    out += "drop " + std::string(wire::kDropReasonNames[i]) + " " +
-           std::to_string(c.drops(static_cast<wire::DropReason>(i))) + "\n";
-  }
-  engine_->pfc_counters().for_each([&](const std::string& name, std::uint64_t v) {
-    out += "pfc " + name + " " + std::to_string(v) + "\n";
-  });
+  c.for_each([&](std::string_view name, std::uint64_t v) { fn("engine", name, v); });
+  c.for_each_drop([&](std::string_view name, std::uint64_t v) { fn("drop", name, v); });
+  engine_->pfc_counters().for_each(
+      [&](const std::string& name, std::uint64_t v) { fn("pfc", name, v); });
   // The transport's counters summed over every QP the device has had,
   // as RoCE NICs keep them per port (mlx5's hw_counters).
-  std::array<std::uint64_t, static_cast<std::size_t>(transport::Counter::kCount)> total;
+  std::array<std::uint64_t, transport::Counters::kSize> total;
   {
     std::lock_guard lock(retired_mu_);
     total = retired_;
   }
   engine_->for_each_qp([&](const transport::Qp& qp) {
-    for (std::size_t i = 0; i < total.size(); ++i)
-      total[i] += qp.counters().get(static_cast<transport::Counter>(i));
+    std::size_t i = 0;
+    qp.counters().for_each([&](std::string_view, std::uint64_t v) { total[i++] += v; });
   });
   for (std::size_t i = 0; i < total.size(); ++i)
-    out +=
-        "port " + std::string(transport::kCounterNames[i]) + " " + std::to_string(total[i]) + "\n";
-  out += "port np_cnp_sent " + std::to_string(cc_counters_.np_cnp_sent.get()) + "\n";
-  out += "port rp_cnp_handled " + std::to_string(cc_counters_.rp_cnp_handled.get()) + "\n";
-  out += "port rp_cnp_ignored " + std::to_string(cc_counters_.rp_cnp_ignored.get()) + "\n";
+    fn("port", transport::name(static_cast<transport::Counter>(i)), total[i]);
+  cc_counters_.for_each([&](std::string_view name, std::uint64_t v) { fn("port", name, v); });
   engine_->for_each_qp([&](const transport::Qp& qp) {
     char scope[16];
     std::snprintf(scope, sizeof(scope), "qp:%06x", qp.qpn());
-    for (std::size_t i = 0; i < transport::kCounterNames.size(); ++i) {
-      out += std::string(scope) + " " + std::string(transport::kCounterNames[i]) + " " +
-             std::to_string(qp.counters().get(static_cast<transport::Counter>(i))) + "\n";
-    }
+    qp.counters().for_each([&](std::string_view name, std::uint64_t v) { fn(scope, name, v); });
     // DCQCN's state of the QP: current and target rate, alpha.
     if (const auto* cc = dynamic_cast<const cc::QpCongestion*>(qp.gate())) {
-      out += std::string(scope) + " dcqcn_rate_mbps " + std::to_string(cc->rate_bps() / 1'000'000) +
-             "\n";
-      out += std::string(scope) + " dcqcn_target_mbps " +
-             std::to_string(cc->target_bps() / 1'000'000) + "\n";
-      out += std::string(scope) + " dcqcn_alpha_x1024 " +
-             std::to_string(static_cast<unsigned>(cc->alpha() * 1024)) + "\n";
+      fn(scope, "dcqcn_rate_mbps", cc->rate_bps() / 1'000'000);
+      fn(scope, "dcqcn_target_mbps", cc->target_bps() / 1'000'000);
+      fn(scope, "dcqcn_alpha_x1024", static_cast<std::uint64_t>(cc->alpha() * 1024));
     }
+  });
+}
+
+void Device::write_stats(std::string& out) {
+  for_each_counter([&](std::string_view scope, std::string_view name, std::uint64_t v) {
+    out.append(scope).append(" ").append(name).append(" ").append(std::to_string(v)).append("\n");
   });
 }
 
@@ -261,8 +251,8 @@ std::unique_ptr<cc::QpCongestion> Device::make_congestion(const transport::Qp* c
 
 void Device::retire_qp_counters(const transport::Counters& c) {
   std::lock_guard lock(retired_mu_);
-  for (std::size_t i = 0; i < retired_.size(); ++i)
-    retired_[i] += c.get(static_cast<transport::Counter>(i));
+  std::size_t i = 0;
+  c.for_each([&](std::string_view, std::uint64_t v) { retired_[i++] += v; });
 }
 
 std::uint32_t Device::alloc_qpn() {

@@ -109,6 +109,14 @@ class Device {
   int add_link_listener(std::function<void(bool up)> fn);
   void remove_link_listener(int handle);
 
+  /// Calls fn(scope, name, value) for every counter of the device: the
+  /// engine's ("engine", "drop", "pfc"), the transport's summed over every
+  /// QP the device has had and DCQCN's ("port"), and each live QP's
+  /// ("qp:<qpn>"). uroce-stat, the C++ API and UROCE_STATS_FILE read
+  /// through it.
+  using CounterFn =
+      std::function<void(std::string_view scope, std::string_view name, std::uint64_t value)>;
+  void for_each_counter(const CounterFn& fn);
   /// The device's counters as stats lines ("<scope> <counter> <value>").
   void write_stats(std::string& out);
 
@@ -137,7 +145,7 @@ class Device {
   std::vector<std::uint32_t> qpns_;
   int stats_handle_ = 0;
   std::mutex retired_mu_;
-  std::array<std::uint64_t, static_cast<std::size_t>(transport::Counter::kCount)> retired_{};
+  std::array<std::uint64_t, transport::Counters::kSize> retired_{};
   void watch_link();
   std::mutex link_mu_;
   std::vector<std::pair<int, std::function<void(bool)>>> link_listeners_;

@@ -7,7 +7,6 @@
 // checks (P_Key, Q_Key, PSN, path MTU, addresses) belong to the transport.
 // It never reads outside the frame it is given.
 
-#include <array>
 #include <cstdint>
 #include <string_view>
 
@@ -41,30 +40,48 @@ enum class DropReason : std::uint8_t {
   kCount,
 };
 
-inline constexpr std::array<std::string_view, static_cast<std::size_t>(DropReason::kCount)>
-    kDropReasonNames = {
-        "none",
-        "short_frame",
-        "not_ip",
-        "bad_ip_version",
-        "bad_ip_header_length",
-        "bad_ip_length",
-        "bad_ip_checksum",
-        "ip_fragment",
-        "not_udp",
-        "not_rocev2_port",
-        "bad_udp_length",
-        "bad_tver",
-        "unknown_opcode",
-        "bad_length",
-        "bad_pad",
-        "bad_icrc",
-};
-static_assert(kDropReasonNames.back() == "bad_icrc");
-
-constexpr std::string_view drop_reason_name(DropReason r) {
-  return kDropReasonNames[static_cast<std::size_t>(r)];
+/// The counter name of a drop reason (the engine's drop counters).
+constexpr std::string_view name(DropReason c) {
+  switch (c) {
+    case DropReason::kNone:
+      return "none";
+    case DropReason::kShortFrame:
+      return "short_frame";
+    case DropReason::kNotIp:
+      return "not_ip";
+    case DropReason::kBadIpVersion:
+      return "bad_ip_version";
+    case DropReason::kBadIpHeaderLength:
+      return "bad_ip_header_length";
+    case DropReason::kBadIpLength:
+      return "bad_ip_length";
+    case DropReason::kBadIpChecksum:
+      return "bad_ip_checksum";
+    case DropReason::kIpFragment:
+      return "ip_fragment";
+    case DropReason::kNotUdp:
+      return "not_udp";
+    case DropReason::kNotRoceV2Port:
+      return "not_rocev2_port";
+    case DropReason::kBadUdpLength:
+      return "bad_udp_length";
+    case DropReason::kBadTver:
+      return "bad_tver";
+    case DropReason::kUnknownOpcode:
+      return "unknown_opcode";
+    case DropReason::kBadLength:
+      return "bad_length";
+    case DropReason::kBadPad:
+      return "bad_pad";
+    case DropReason::kBadIcrc:
+      return "bad_icrc";
+    case DropReason::kCount:
+      break;
+  }
+  return {};
 }
+
+constexpr std::string_view drop_reason_name(DropReason r) { return name(r); }
 
 /// A validated RoCEv2 packet. Spans point into the frame it was parsed
 /// from, which must outlive it.

@@ -203,9 +203,8 @@ Result incast(bool dcqcn, Nanos total, Nanos window) {
   }
   for (unsigned i = 0; i < kSenders; ++i)
     r.mbps[i] = static_cast<double>(done[i]) * 8 / (static_cast<double>(window) / 1e9) / 1e6;
-  for (std::size_t d = 0; d < sw::kDropNames.size(); ++d)
-    r.drops += swt.counters(kReceiver).drops[d].get();
-  r.cnps = nodes[kReceiver]->counters.np_cnp_sent.get();
+  swt.counters(kReceiver).drops.for_each([&](std::string_view, std::uint64_t v) { r.drops += v; });
+  r.cnps = nodes[kReceiver]->counters.get(cc::Counter::kNpCnpSent);
   return r;
 }
 

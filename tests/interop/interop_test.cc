@@ -138,7 +138,7 @@ class Interop : public ::testing::Test {
       }
       EXPECT_EQ(why, wire::DropReason::kNone)
           << pcap << " frame " << i + 1 << ": "
-          << wire::kDropReasonNames[static_cast<std::size_t>(why)];
+          << wire::name(why);
     }
     // Payloads are the programs' bytes: keep Wireshark from guessing a
     // protocol inside them (a 2-byte RDMA WRITE reads as an EtherType).

@@ -48,8 +48,8 @@ TEST_P(Speeds, AnXoffPausesForItsTimeAtTheLinkSpeed) {
   EXPECT_EQ(s.paused(t0), 1u << 3);
   EXPECT_EQ(s.paused(t0 + len - 1), 1u << 3);
   EXPECT_EQ(s.paused(t0 + len), 0u);
-  EXPECT_EQ(c.rx_pause[3].get(), 1u);
-  EXPECT_EQ(c.rx_pause_duration[3].get(), len / 1000);
+  EXPECT_EQ(c.get(pfc::PrioCounter::kRxPause, 3), 1u);
+  EXPECT_EQ(c.get(pfc::PrioCounter::kRxPauseDuration, 3), len / 1000);
 }
 
 INSTANTIATE_TEST_SUITE_P(Pfc, Speeds, ::testing::Values(10000u, 25000u, 100000u, 400000u));
@@ -61,8 +61,8 @@ TEST(PauseState, XonResumesAtOnce) {
   EXPECT_EQ(s.paused(500'000), 1u << 3);
   s.on_frame(pfc_frame(1u << 3, 3, 0), 600'000);
   EXPECT_EQ(s.paused(600'001), 0u);
-  EXPECT_EQ(c.rx_resume[3].get(), 1u);
-  EXPECT_EQ(c.rx_pause_duration[3].get(), 600u);
+  EXPECT_EQ(c.get(pfc::PrioCounter::kRxResume, 3), 1u);
+  EXPECT_EQ(c.get(pfc::PrioCounter::kRxPauseDuration, 3), 600u);
 }
 
 TEST(PauseState, ANewXoffRestartsTheTimer) {
@@ -91,7 +91,7 @@ TEST(PauseState, ClearEnableBitsAndLossyPrioritiesAreLeftAlone) {
   // Priority 0 is lossy here: a PFC for it changes nothing.
   s.on_frame(pfc_frame(1u << 0, 0, 0xFFFF), 30);
   EXPECT_EQ(s.paused(40) & 1u, 0u);
-  EXPECT_EQ(c.rx_pause[0].get(), 0u);
+  EXPECT_EQ(c.get(pfc::PrioCounter::kRxPause, 0), 0u);
 }
 
 TEST(PauseState, PausePausesEveryPriority) {
@@ -103,7 +103,7 @@ TEST(PauseState, PausePausesEveryPriority) {
   s.on_frame(f, 0);
   EXPECT_EQ(s.paused(1), 0xFFu);
   EXPECT_EQ(s.paused(quanta_to_ns(0x1000, 25000)), 0u);
-  EXPECT_EQ(c.rx_global_pause.get(), 1u);
+  EXPECT_EQ(c.get(pfc::PortCounter::kRxGlobalPause), 1u);
   // PAUSE with time 0 resumes everything.
   s.on_frame(f, 1 * kMs);
   f.pause_time = 0;
@@ -121,7 +121,7 @@ TEST(PauseState, TheWatchdogEndsAStormThenHonoursPausesAgain) {
     ASSERT_EQ(s.paused(t), 1u << 3) << t;
   }
   EXPECT_EQ(s.paused(t), 0u) << "detected at 200 ms";
-  EXPECT_EQ(c.pfc_storm_detected.get(), 1u);
+  EXPECT_EQ(c.get(pfc::PortCounter::kPfcStormDetected), 1u);
   EXPECT_EQ(s.take_new_storms(), 1u << 3);
   EXPECT_EQ(s.take_new_storms(), 0u) << "reported once";
   // During restoration the storm's XOFFs are ignored.
@@ -129,11 +129,11 @@ TEST(PauseState, TheWatchdogEndsAStormThenHonoursPausesAgain) {
     s.on_frame(pfc_frame(1u << 3, 3, 0xFFFF), t);
     ASSERT_EQ(s.paused(t), 0u) << t;
   }
-  EXPECT_GT(c.rx_pause_ignored.get(), 90u);
+  EXPECT_GT(c.get(pfc::PortCounter::kRxPauseIgnored), 90u);
   // After it, pauses count again, and a second storm is caught again.
   s.on_frame(pfc_frame(1u << 3, 3, 0xFFFF), 301 * kMs);
   EXPECT_EQ(s.paused(301 * kMs), 1u << 3);
-  EXPECT_EQ(c.rx_pause_duration[3].get(), 200'000u);
+  EXPECT_EQ(c.get(pfc::PrioCounter::kRxPauseDuration, 3), 200'000u);
 }
 
 TEST(PauseState, PausesWithBreaksAreNoStorm) {
@@ -146,7 +146,7 @@ TEST(PauseState, PausesWithBreaksAreNoStorm) {
     s.on_frame(pfc_frame(1u << 3, 3, 0), t + kMs / 2);
     s.paused(t + kMs / 2);
   }
-  EXPECT_EQ(c.pfc_storm_detected.get(), 0u);
+  EXPECT_EQ(c.get(pfc::PortCounter::kPfcStormDetected), 0u);
 }
 
 TEST(PauseState, AnOlderClockReadingIsNoStorm) {
@@ -155,7 +155,7 @@ TEST(PauseState, AnOlderClockReadingIsNoStorm) {
   s.on_frame(pfc_frame(1u << 3, 3, 0xFFFF), 10 * kMs);
   // Another thread read the clock before this frame arrived.
   EXPECT_EQ(s.paused(9 * kMs), 1u << 3);
-  EXPECT_EQ(c.pfc_storm_detected.get(), 0u);
+  EXPECT_EQ(c.get(pfc::PortCounter::kPfcStormDetected), 0u);
 }
 
 TEST(PauseGenerator, MergeKeepsTheLatestStateOfEachPriority) {
@@ -198,14 +198,14 @@ TEST(PauseGenerator, XoffAtTheThresholdRefreshWhileHighXonBelowXon) {
   r = g.update(backlog, 10 + half);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->class_time[3], 0xFFFF);
-  EXPECT_EQ(c.tx_pause[3].get(), 2u);
+  EXPECT_EQ(c.get(pfc::PrioCounter::kTxPause, 3), 2u);
   backlog[3] = 500;
   r = g.update(backlog, 10 + half + 1);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->class_enable, 1u << 3);
   EXPECT_EQ(r->class_time[3], 0u) << "XON";
   EXPECT_FALSE(g.xoff(3));
-  EXPECT_EQ(c.tx_resume[3].get(), 1u);
+  EXPECT_EQ(c.get(pfc::PrioCounter::kTxResume, 3), 1u);
   EXPECT_FALSE(g.update(backlog, 10 + half + 2));
 }
 

@@ -201,7 +201,7 @@ TEST(Switch, DropsPacketsThatAreNotEcnCapablePastTheLimit) {
   const auto got = f.take(3);
   for (const auto& x : got) EXPECT_EQ(ecn_of(x), wire::Ecn::kNotEct);
   EXPECT_LT(got.size(), 100u);
-  EXPECT_EQ(got.size() + f.sw->counters(3).drops[static_cast<int>(Drop::kQueueLimit)].get(), 100u);
+  EXPECT_EQ(got.size() + f.sw->counters(3).drops.get(Drop::kQueueLimit), 100u);
   EXPECT_EQ(f.sw->counters(3).ecn_marked.get(), 0u);
 }
 
@@ -236,11 +236,11 @@ TEST(Switch, PfcPausesTheSenderInsteadOfDropping) {
   EXPECT_GE(xoff, 1u);
   EXPECT_GE(xon, 1u);
   const PortCounters& in = f.sw->counters(0);
-  EXPECT_EQ(in.pfc.tx_pause[3].get(), xoff);
-  EXPECT_EQ(in.pfc.tx_resume[3].get(), xon);
+  EXPECT_EQ(in.pfc.get(pfc::PrioCounter::kTxPause, 3), xoff);
+  EXPECT_EQ(in.pfc.get(pfc::PrioCounter::kTxResume, 3), xon);
   for (unsigned p = 0; p < 4; ++p)
-    for (std::size_t d = 0; d < kDropNames.size(); ++d)
-      EXPECT_EQ(f.sw->counters(p).drops[d].get(), 0u) << p << " " << kDropNames[d];
+    f.sw->counters(p).drops.for_each(
+        [&](std::string_view name, std::uint64_t v) { EXPECT_EQ(v, 0u) << p << " " << name; });
 }
 
 TEST(Switch, APfcFrameReceivedPausesThatQueueOnly) {
@@ -269,8 +269,8 @@ TEST(Switch, APfcFrameReceivedPausesThatQueueOnly) {
   EXPECT_EQ(f.sw->counters(1).queues[3].depth.get(), 5u * roce(0, 1, 500).size());
   f.run(3 * kMs);  // the pause runs out
   EXPECT_EQ(f.take(1).size(), 5u);
-  EXPECT_EQ(f.sw->counters(1).pfc.rx_pause[3].get(), 1u);
-  EXPECT_GE(f.sw->counters(1).pfc.rx_pause_duration[3].get(), 3355u);
+  EXPECT_EQ(f.sw->counters(1).pfc.get(pfc::PrioCounter::kRxPause, 3), 1u);
+  EXPECT_GE(f.sw->counters(1).pfc.get(pfc::PrioCounter::kRxPauseDuration, 3), 3355u);
 }
 
 TEST(Switch, StrictPriorityServesTheHighestQueueFirst) {
@@ -418,7 +418,7 @@ TEST(Switch, ALinkTakenDownDropsAndForgets) {
   EXPECT_EQ(f.take(1).size(), 0u);
   EXPECT_EQ(f.take(0).size(), 0u);
   EXPECT_EQ(f.take(2).size(), 1u) << "host 1 forgotten: flooded to the ports still up";
-  EXPECT_EQ(f.sw->counters(1).drops[static_cast<int>(Drop::kPortDown)].get(), 1u);
+  EXPECT_EQ(f.sw->counters(1).drops.get(Drop::kPortDown), 1u);
   f.sw->set_link(1, true);
   f.send(0, roce(0, 1, 64));
   f.run(10 * kUs);
