@@ -204,4 +204,9 @@ int DpdkPort::enable_hardware_pfc(std::uint8_t lossless, std::uint16_t quanta) {
   return 0;
 }
 
+void DpdkPort::attach_thread() {
+  // The registration ends with the thread.
+  static thread_local const ThreadRegistration lcore;
+}
+
 }  // namespace uroce::dpdk

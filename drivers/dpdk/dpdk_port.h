@@ -39,6 +39,9 @@ class DpdkPort : public engine::Port {
   bool offloads_ipv4_checksum() const override { return ipv4_checksum_offload_; }
   std::uint32_t speed_mbps() const override;
   int enable_hardware_pfc(std::uint8_t lossless, std::uint16_t quanta) override;
+  /// Registers the thread with EAL for as long as it lives
+  /// (ThreadRegistration).
+  void attach_thread() override;
 
   std::uint16_t port_id() const { return port_id_; }
 

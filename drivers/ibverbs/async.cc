@@ -41,7 +41,7 @@ void forget_async_events(UContext* c, const void* object) {
 
 void ContextEvents::cq_overflow(transport::Cq& cq) {
   ibv_async_event e{};
-  e.element.cq = static_cast<CqRing&>(cq).owner;
+  e.element.cq = static_cast<ibv_cq*>(static_cast<verbs::Cq&>(cq).handle);
   e.event_type = IBV_EVENT_CQ_ERR;
   post_async_event(ctx, e);
 }
@@ -60,7 +60,7 @@ void ContextEvents::qp_fatal(transport::Qp& qp) {
 
 void ContextEvents::srq_limit_reached(transport::RecvQueue& srq) {
   ibv_async_event e{};
-  e.element.srq = static_cast<SrqRing&>(srq).owner;
+  e.element.srq = static_cast<ibv_srq*>(static_cast<verbs::Srq&>(srq).handle);
   e.event_type = IBV_EVENT_SRQ_LIMIT_REACHED;
   post_async_event(ctx, e);
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // Device, port and GID queries. uroce reports its own identity (no IEEE
-// vendor ID, part 0) and the limits of transport/limits.h.
+// vendor ID, part 0) and the limits of verbs/limits.h.
 
 #include <algorithm>
 #include <cerrno>
@@ -8,7 +8,7 @@
 
 #include "drivers/ibverbs/forward.h"
 #include "drivers/ibverbs/provider.h"
-#include "transport/limits.h"
+#include "verbs/limits.h"
 #include "verbs/odp.h"
 
 #undef ibv_query_port
@@ -51,8 +51,8 @@ void fill_device_attr(const verbs::Device& dev, ibv_device_attr* a) {
   a->max_srq = static_cast<int>(d.max_qp);
   a->max_srq_wr = static_cast<int>(d.max_qp_wr);
   a->max_srq_sge = static_cast<int>(d.max_sge);
-  a->max_pkeys = 1;
-  a->local_ca_ack_delay = 15;
+  a->max_pkeys = static_cast<std::uint16_t>(verbs::kMaxPkeys);
+  a->local_ca_ack_delay = verbs::kLocalCaAckDelay;
   a->phys_port_cnt = 1;
 }
 

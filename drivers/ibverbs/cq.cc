@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// Completion queues and completion channels. Polling an empty CQ drives
-// the engine from the program's thread (DESIGN.md, progress), so a program
-// spinning in ibv_poll_cq gets its completions without waiting for the
-// poll thread.
+// Completion queues and completion channels (verbs/cq.h,
+// verbs/completion_channel.h): ibv_wc from the transport's completions.
 
 #include <cerrno>
 #include <cstring>
@@ -19,19 +17,7 @@ static_assert(static_cast<int>(transport::WcOpcode::kRecvRdmaWithImm) == IBV_WC_
 static_assert(transport::wc_flags::kGrh == IBV_WC_GRH);
 static_assert(transport::wc_flags::kWithImm == IBV_WC_WITH_IMM);
 static_assert(transport::wc_flags::kWithInv == IBV_WC_WITH_INV);
-
-int poll_ring(CqRing& ring, int n, ibv_wc* wc) {
-  transport::Wc buf[32];
-  int got = 0;
-  while (got < n) {
-    const auto want = static_cast<std::uint32_t>(std::min(n - got, 32));
-    const std::uint32_t k = ring.poll(buf, want);
-    for (std::uint32_t i = 0; i < k; ++i) to_ibv_wc(buf[i], &wc[got + static_cast<int>(i)]);
-    got += static_cast<int>(k);
-    if (k < want) break;
-  }
-  return got;
-}
+static_assert(uroce::verbs::kNumCompVectors == 1, "ibv_context.num_comp_vectors says so");
 
 }  // namespace
 
@@ -52,50 +38,49 @@ void to_ibv_wc(const transport::Wc& w, ibv_wc* out) {
 }
 
 int poll_cq(ibv_cq* cq, int n, ibv_wc* wc) {
-  UCq* q = to_u<UCq>(cq);
   if (n < 0) return -1;
-  std::lock_guard lock(q->poll_mu);  // uncontended unless the program polls from several threads
-  int got = poll_ring(*q->ring, n, wc);
-  if (got == 0 && n > 0) {
-    // Nothing yet: move the engine ourselves, then look again.
-    to_uctx(cq->context)->dev->progress().drive();
-    got = poll_ring(*q->ring, n, wc);
+  verbs::Cq& q = cq_of(cq);
+  transport::Wc buf[32];
+  int got = 0;
+  while (got < n) {
+    const auto want = static_cast<std::uint32_t>(std::min(n - got, 32));
+    const std::uint32_t k = q.poll(buf, want);
+    for (std::uint32_t i = 0; i < k; ++i) to_ibv_wc(buf[i], &wc[got + static_cast<int>(i)]);
+    got += static_cast<int>(k);
+    if (k < want) break;
   }
   return got;
 }
 
 int req_notify_cq(ibv_cq* cq, int solicited_only) {
-  UCq* q = to_u<UCq>(cq);
-  // Without a channel there is nowhere to deliver the event; arming such
-  // a CQ succeeds and does nothing, as with the kernel's providers.
-  if (q->channel) q->ring->arm(solicited_only != 0);
+  cq_of(cq).req_notify(solicited_only != 0);
   return 0;
 }
 
-UCq* make_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
+UCq* make_cq(ibv_context* context, std::int64_t cqe, void* cq_context, ibv_comp_channel* channel,
              int comp_vector) {
-  UContext* c = ours(context);
-  if (cqe <= 0 || static_cast<std::uint32_t>(cqe) > c->dev->attr().max_cqe || comp_vector < 0 ||
-      comp_vector >= context->num_comp_vectors || (channel && !ours(channel->context))) {
-    errno = EINVAL;
+  verbs::CompletionChannel* ch = nullptr;
+  if (channel) {
+    if (!ours(channel->context)) {
+      errno = EINVAL;
+      return nullptr;
+    }
+    ch = to_u<UChannel>(channel)->channel.get();
+  }
+  std::unique_ptr<verbs::Cq> cq;
+  if (int rc = verbs::Cq::create(ctx_of(context), cqe, ch, comp_vector, &cq); rc != 0) {
+    errno = rc;
     return nullptr;
   }
   auto* q = new UCq();
-  q->ring = std::make_unique<CqRing>(static_cast<std::uint32_t>(cqe));
-  q->ring->owner = &q->ibv;
-  q->ring->set_events(&c->events);
+  q->cq = std::move(cq);
+  q->cq->handle = &q->ibv;
   q->ibv.context = context;
   q->ibv.channel = channel;
   q->ibv.cq_context = cq_context;
-  q->ibv.cqe = cqe;
+  q->ibv.cqe = static_cast<int>(cqe);
   pthread_mutex_init(&q->ibv.mutex, nullptr);
   pthread_cond_init(&q->ibv.cond, nullptr);
-  if (channel) {
-    q->channel = to_u<UChannel>(channel);
-    q->channel->users.fetch_add(1);
-    q->ring->set_notifier(&q->channel->channel);
-  }
-  c->objects.fetch_add(1);
   return q;
 }
 
@@ -107,16 +92,16 @@ extern "C" {
 
 ibv_comp_channel* ibv_create_comp_channel(ibv_context* context) {
   if (!ours(context)) UROCE_FORWARD(ibv_create_comp_channel, "IBVERBS_1.0", nullptr, context);
-  auto* ch = new UChannel();
-  if (ch->channel.fd() < 0) {
-    delete ch;
-    errno = EMFILE;
+  std::unique_ptr<uroce::verbs::CompletionChannel> channel;
+  if (int rc = uroce::verbs::CompletionChannel::create(ctx_of(context), &channel); rc != 0) {
+    errno = rc;
     return nullptr;
   }
+  auto* ch = new UChannel();
+  ch->channel = std::move(channel);
   ch->ibv.context = context;
-  ch->ibv.fd = ch->channel.fd();
+  ch->ibv.fd = ch->channel->fd();
   ch->ibv.refcnt = 0;
-  ours(context)->objects.fetch_add(1);
   return &ch->ibv;
 }
 
@@ -124,16 +109,14 @@ int ibv_destroy_comp_channel(ibv_comp_channel* channel) {
   if (!channel || !ours(channel->context))
     UROCE_FORWARD(ibv_destroy_comp_channel, "IBVERBS_1.0", ENOSYS, channel);
   UChannel* ch = to_u<UChannel>(channel);
-  if (ch->users.load() != 0) return EBUSY;
-  ours(channel->context)->objects.fetch_sub(1);
+  if (int rc = uroce::verbs::CompletionChannel::destroy(ch->channel); rc != 0) return rc;
   delete ch;
   return 0;
 }
 
 ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
                       int comp_vector) {
-  UContext* c = ours(context);
-  if (!c)
+  if (!ours(context))
     UROCE_FORWARD(ibv_create_cq, "IBVERBS_1.1", nullptr, context, cqe, cq_context, channel,
                   comp_vector);
   UCq* q = make_cq(context, cqe, cq_context, channel, comp_vector);
@@ -143,14 +126,8 @@ ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_
 int ibv_destroy_cq(ibv_cq* cq) {
   if (!cq || !ours(cq->context)) UROCE_FORWARD(ibv_destroy_cq, "IBVERBS_1.1", ENOSYS, cq);
   UCq* q = to_u<UCq>(cq);
-  if (q->users.load() != 0) return EBUSY;
-  UContext* c = ours(cq->context);
-  forget_async_events(c, cq);
-  c->objects.fetch_sub(1);
-  if (q->channel) {
-    q->channel->channel.forget(*q->ring);
-    q->channel->users.fetch_sub(1);
-  }
+  if (int rc = uroce::verbs::Cq::destroy(q->cq); rc != 0) return rc;
+  forget_async_events(ours(cq->context), cq);
   pthread_mutex_destroy(&q->ibv.mutex);
   pthread_cond_destroy(&q->ibv.cond);
   delete q;
@@ -159,19 +136,7 @@ int ibv_destroy_cq(ibv_cq* cq) {
 
 int ibv_resize_cq(ibv_cq* cq, int cqe) {
   if (!cq || !ours(cq->context)) UROCE_FORWARD(ibv_resize_cq, "IBVERBS_1.1", ENOSYS, cq, cqe);
-  UCq* q = to_u<UCq>(cq);
-  UContext* c = ours(cq->context);
-  if (cqe <= 0 || static_cast<std::uint32_t>(cqe) > c->dev->attr().max_cqe) return EINVAL;
-  // Let the engine finish what is in hand (a NIC would have written those
-  // completions already): the check below is against what the CQ holds.
-  for (int i = 0; i < 16; ++i) {
-    std::uint32_t work = 0;
-    if (!c->dev->engine().try_poll(uroce::engine::now_ns(), &work) || work == 0) break;
-  }
-  std::lock_guard lock(q->poll_mu);
-  bool ok = false;
-  c->dev->engine().locked([&] { ok = q->ring->resize(static_cast<std::uint32_t>(cqe)); });
-  if (!ok) return EINVAL;  // more completions wait than the new size holds
+  if (int rc = cq_of(cq).resize(cqe); rc != 0) return rc;
   cq->cqe = cqe;
   return 0;
 }
@@ -186,10 +151,10 @@ int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) 
   // While the program sleeps here, its events come from the poll thread.
   auto& progress = ours(channel->context)->dev->progress();
   progress.begin_wait();
-  uroce::transport::Cq* ring = to_u<UChannel>(channel)->channel.get_event();
+  uroce::transport::Cq* ring = to_u<UChannel>(channel)->channel->get_event();
   progress.end_wait();
   if (!ring) return -1;
-  ibv_cq* owner = static_cast<CqRing*>(ring)->owner;
+  auto* owner = static_cast<ibv_cq*>(static_cast<uroce::verbs::Cq*>(ring)->handle);
   *cq = owner;
   *cq_context = owner->cq_context;
   return 0;

@@ -23,10 +23,7 @@ UCq* from_ex(ibv_cq_ex* cq) { return reinterpret_cast<UCq*>(cq); }
 // even after moving the engine once.
 bool take(UCq* q) {
   transport::Wc w;
-  if (q->ring->poll(&w, 1) == 0) {
-    to_uctx(q->ibv.context)->dev->progress().drive();
-    if (q->ring->poll(&w, 1) == 0) return false;
-  }
+  if (!q->cq->take_locked(&w)) return false;
   to_ibv_wc(w, &q->current);
   q->ibvx.wr_id = q->current.wr_id;
   q->ibvx.status = q->current.status;
@@ -36,16 +33,16 @@ bool take(UCq* q) {
 int start_poll(ibv_cq_ex* cq, ibv_poll_cq_attr* attr) {
   if (!attr || attr->comp_mask != 0) return EINVAL;
   UCq* q = from_ex(cq);
-  q->poll_mu.lock();
+  q->cq->lock();
   if (take(q)) return 0;
   // Empty: verbs.h says end_poll is then not called.
-  q->poll_mu.unlock();
+  q->cq->unlock();
   return ENOENT;
 }
 
 int next_poll(ibv_cq_ex* cq) { return take(from_ex(cq)) ? 0 : ENOENT; }
 
-void end_poll(ibv_cq_ex* cq) { from_ex(cq)->poll_mu.unlock(); }
+void end_poll(ibv_cq_ex* cq) { from_ex(cq)->cq->unlock(); }
 
 const ibv_wc& cur(ibv_cq_ex* cq) { return from_ex(cq)->current; }
 
@@ -78,7 +75,7 @@ ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) {
   const bool with_flags = attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS;
   if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
       (!attr->parent_domain || attr->parent_domain->context != context ||
-       !to_u<UPd>(attr->parent_domain)->parent)) {
+       !pd_of(attr->parent_domain).is_parent_domain())) {
     errno = EINVAL;  // not a parent domain of this context
     return nullptr;
   }
@@ -88,7 +85,7 @@ ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) {
     errno = EOPNOTSUPP;
     return nullptr;
   }
-  UCq* q = make_cq(context, static_cast<int>(attr->cqe), attr->cq_context, attr->channel,
+  UCq* q = make_cq(context, attr->cqe, attr->cq_context, attr->channel,
                    static_cast<int>(attr->comp_vector));
   if (!q) return nullptr;
   ibv_cq_ex& x = q->ibvx;

@@ -1,14 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // Device discovery and opening: ibv_get_device_list lists the configured
-// uroce devices ahead of the real ones; ibv_open_device opens the DPDK
-// port, engine and poll thread behind a uroce device.
+// uroce devices ahead of the real ones; ibv_open_device opens the port
+// (through its driver), engine and poll thread behind a uroce device.
 
 #include <fcntl.h>
-#include <net/if.h>
 #include <sys/eventfd.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,10 +14,10 @@
 #include <set>
 #include <vector>
 
-#include "dpdk/eal.h"
 #include "drivers/ibverbs/forward.h"
 #include "drivers/ibverbs/provider.h"
 #include "log/log.h"
+#include "verbs/port_driver.h"
 
 #undef ibv_get_device_list
 
@@ -56,23 +53,21 @@ std::vector<UDevice*> load_devices() {
 std::mutex lists_mu;
 std::set<ibv_device**> lists;
 
-// The MAC of an af_packet port's interface, asked of the kernel before
-// the port opens (through a socket: sysfs shows the network namespace it
-// was mounted in, not necessarily ours).
-std::uint64_t guid_of_interface(const std::string& port) {
-  const std::string iface = uroce::dpdk::af_packet_iface(port);
-  if (iface.empty()) return 0;
-  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 0;
-  ifreq ifr{};
-  std::memcpy(ifr.ifr_name, iface.data(), iface.size());
-  const int rc = ioctl(fd, SIOCGIFHWADDR, &ifr);
-  close(fd);
-  if (rc != 0) return 0;
-  const auto* m = reinterpret_cast<const std::uint8_t*>(ifr.ifr_hwaddr.sa_data);
-  // Modified EUI-64, as verbs::Device derives it once the port is open.
-  const std::uint8_t id[8] = {
-      static_cast<std::uint8_t>(m[0] ^ 2), m[1], m[2], 0xFF, 0xFE, m[3], m[4], m[5]};
+// The node GUID of a device not opened yet: the modified EUI-64 of its
+// port's MAC, as verbs::Device derives it once the port is open, when the
+// port's driver can tell the MAC beforehand.
+std::uint64_t guid_before_open(const DeviceConfig& dc) {
+  const verbs::PortDriver* driver = verbs::find_port_driver(dc);
+  const auto m = driver && driver->mac ? driver->mac(dc) : std::nullopt;
+  if (!m) return 0;
+  const std::uint8_t id[8] = {static_cast<std::uint8_t>(m->bytes[0] ^ 2),
+                              m->bytes[1],
+                              m->bytes[2],
+                              0xFF,
+                              0xFE,
+                              m->bytes[3],
+                              m->bytes[4],
+                              m->bytes[5]};
   std::uint64_t g = 0;
   for (std::uint8_t b : id) g = g << 8 | b;
   return g;
@@ -160,7 +155,7 @@ const char* ibv_get_device_name(ibv_device* device) {
 __be64 ibv_get_device_guid(ibv_device* device) {
   if (UDevice* u = our_device(device)) {
     std::lock_guard lock(u->mu);
-    const std::uint64_t g = u->dev ? u->dev->attr().node_guid : guid_of_interface(u->cfg.port);
+    const std::uint64_t g = u->dev ? u->dev->attr().node_guid : guid_before_open(u->cfg);
     return htobe64(g);
   }
   UROCE_FORWARD(ibv_get_device_guid, "IBVERBS_1.1", 0, device);
@@ -192,6 +187,7 @@ ibv_context* ibv_open_device(ibv_device* device) {
   auto* c = new UContext();
   c->udev = u;
   c->dev = u->dev.get();
+  c->ctx = std::make_unique<uroce::verbs::Context>(*c->dev, &c->events);
   ibv_context& ctx = c->vctx.context;
   ctx.device = device;
   // No kernel command channel: a memfd of a recognisable name stands for
@@ -207,7 +203,7 @@ ibv_context* ibv_open_device(ibv_device* device) {
     errno = err;
     return nullptr;
   }
-  ctx.num_comp_vectors = 1;
+  ctx.num_comp_vectors = uroce::verbs::kNumCompVectors;
   pthread_mutex_init(&ctx.mutex, nullptr);
   ctx.abi_compat = __VERBS_ABI_IS_EXTENDED;
   ctx.ops.poll_cq = poll_cq;
@@ -248,7 +244,7 @@ int ibv_close_device(ibv_context* context) {
   if (!c) UROCE_FORWARD(ibv_close_device, "IBVERBS_1.1", ENOSYS, context);
   UDevice* u = c->udev;
   c->dev->remove_link_listener(c->link_listener);
-  if (c->objects.load() != 0) {
+  if (c->ctx->busy()) {
     // Objects of this context still exist (the program did not destroy
     // them) and the engine may still report events to it: the context
     // stays allocated, as their memory does, until the process ends.

@@ -1,9 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// Thread domains and parent domains. A thread domain is the program's
-// promise that one thread uses the objects tied to it; uroce takes the
-// promise and needs nothing from it (its queues are single-producer rings
-// already). A parent domain is a PD the program allocates on top of
-// another: objects created with it are protected as the other's.
+// Thread domains and parent domains (verbs/pd.h).
 //
 // A parent domain's allocators (IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS)
 // let a provider place its own queue buffers in memory of the program's
@@ -23,15 +19,14 @@ ibv_td* alloc_td(ibv_context* context, ibv_td_init_attr* attr) {
     return nullptr;
   }
   auto* t = new UTd();
+  t->td = verbs::Td::create(ctx_of(context));
   t->ibv.context = context;
-  ours(context)->objects.fetch_add(1);
   return &t->ibv;
 }
 
 int dealloc_td(ibv_td* td) {
   UTd* t = to_u<UTd>(td);
-  if (t->users.load() != 0) return EBUSY;
-  ours(td->context)->objects.fetch_sub(1);
+  if (int rc = verbs::Td::destroy(t->td); rc != 0) return rc;
   delete t;
   return 0;
 }
@@ -39,29 +34,24 @@ int dealloc_td(ibv_td* td) {
 ibv_pd* alloc_parent_domain(ibv_context* context, ibv_parent_domain_init_attr* attr) {
   constexpr std::uint32_t kKnown =
       IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
-  if (!attr || !attr->pd || attr->pd->context != context || (attr->comp_mask & ~kKnown) ||
-      (attr->td && attr->td->context != context) ||
+  if (!attr || !attr->pd || !ours(attr->pd->context) || (attr->comp_mask & ~kKnown) ||
+      (attr->td && !ours(attr->td->context)) ||
       ((attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS) &&
        (!attr->alloc || !attr->free))) {
     errno = EINVAL;
     return nullptr;
   }
-  UPd* pd = to_u<UPd>(attr->pd);
-  if (pd->parent) {
-    errno = EINVAL;  // a parent domain's PD is a protection domain
+  std::unique_ptr<verbs::Pd> pd;
+  if (int rc = verbs::Pd::create_parent(ctx_of(context), pd_of(attr->pd),
+                                        attr->td ? to_u<UTd>(attr->td)->td.get() : nullptr, &pd);
+      rc != 0) {
+    errno = rc;
     return nullptr;
   }
   auto* p = new UPd();
   p->ibv.context = context;
-  p->ibv.handle = pd->ibv.handle;
-  p->id = pd->id;
-  p->parent = pd;
-  pd->users.fetch_add(1);
-  if (attr->td) {
-    p->td = to_u<UTd>(attr->td);
-    p->td->users.fetch_add(1);
-  }
-  ours(context)->objects.fetch_add(1);
+  p->ibv.handle = attr->pd->handle;
+  p->pd = std::move(pd);
   return &p->ibv;
 }
 

@@ -50,13 +50,6 @@ bool is_context_fd(int fd) {
                       .starts_with(std::string("/memfd:") + kContextFdName);
 }
 
-template <typename T>
-T* find(UDevice* d, std::unordered_map<std::uint32_t, T*>& m, std::uint32_t handle) {
-  std::lock_guard lock(d->handles_mu);
-  const auto it = m.find(handle);
-  return it == m.end() ? nullptr : it->second;
-}
-
 }  // namespace
 
 void remember_context_fd(int fd, UDevice* d) {
@@ -72,35 +65,6 @@ void forget_context_fd(int fd) {
   std::lock_guard lock(fds_mu);
   const auto it = context_fds().find(ino);
   if (it != context_fds().end() && --it->second.holders == 0) context_fds().erase(it);
-}
-
-void remember(UDevice* d, UPd* pd) {
-  std::lock_guard lock(d->handles_mu);
-  d->pds[pd->ibv.handle] = pd;
-}
-void remember(UDevice* d, UMr* mr) {
-  std::lock_guard lock(d->handles_mu);
-  d->mrs[mr->ibv.handle] = mr;
-}
-void remember(UDevice* d, UDm* dm) {
-  std::lock_guard lock(d->handles_mu);
-  d->dms[dm->ibv.handle] = dm;
-}
-// An imported object is never entered; forgetting it leaves the original.
-void forget(UDevice* d, UPd* pd) {
-  std::lock_guard lock(d->handles_mu);
-  if (const auto it = d->pds.find(pd->ibv.handle); it != d->pds.end() && it->second == pd)
-    d->pds.erase(it);
-}
-void forget(UDevice* d, UMr* mr) {
-  std::lock_guard lock(d->handles_mu);
-  if (const auto it = d->mrs.find(mr->ibv.handle); it != d->mrs.end() && it->second == mr)
-    d->mrs.erase(it);
-}
-void forget(UDevice* d, UDm* dm) {
-  std::lock_guard lock(d->handles_mu);
-  if (const auto it = d->dms.find(dm->ibv.handle); it != d->dms.end() && it->second == dm)
-    d->dms.erase(it);
 }
 
 }  // namespace uroce::ibverbs
@@ -137,18 +101,18 @@ ibv_context* ibv_import_device(int cmd_fd) {
 ibv_pd* ibv_import_pd(ibv_context* context, uint32_t pd_handle) {
   UContext* c = ours(context);
   if (!c) UROCE_FORWARD(ibv_import_pd, "IBVERBS_1.10", nullptr, context, pd_handle);
-  UPd* orig = find(c->udev, c->udev->pds, pd_handle);
-  if (!orig) {
-    errno = EINVAL;
+  std::unique_ptr<uroce::verbs::Pd> pd;
+  const int rc = c->dev->with_pd(pd_handle, [&](uroce::verbs::Pd* orig) {
+    return orig ? uroce::verbs::Pd::import(*c->ctx, *orig, &pd) : EINVAL;
+  });
+  if (rc != 0) {
+    errno = rc;
     return nullptr;
   }
   auto* p = new UPd();
   p->ibv.context = context;
   p->ibv.handle = pd_handle;
-  p->id = orig->id;
-  p->imported = orig;
-  orig->users.fetch_add(1);  // the original stays while it is imported
-  c->objects.fetch_add(1);
+  p->pd = std::move(pd);
   return &p->ibv;
 }
 
@@ -159,29 +123,22 @@ void ibv_unimport_pd(ibv_pd* pd) {
     return;
   }
   UPd* p = to_u<UPd>(pd);
-  if (!p->imported) return;  // only what was imported is unimported
-  p->imported->users.fetch_sub(1);
-  ours(pd->context)->objects.fetch_sub(1);
+  if (!p->pd->imported()) return;  // only what was imported is unimported
+  uroce::verbs::Pd::unimport(p->pd);
   delete p;
 }
 
 ibv_mr* ibv_import_mr(ibv_pd* pd, uint32_t mr_handle) {
   if (!pd || !ours(pd->context))
     UROCE_FORWARD(ibv_import_mr, "IBVERBS_1.10", nullptr, pd, mr_handle);
-  UContext* c = ours(pd->context);
-  UMr* orig = find(c->udev, c->udev->mrs, mr_handle);
-  if (!orig || orig->pd->id != to_u<UPd>(pd)->id) {
-    errno = EINVAL;  // no such region, or not in this PD
-    return nullptr;
-  }
-  auto* m = new UMr();
-  m->ibv = orig->ibv;
-  m->ibv.context = pd->context;
-  m->ibv.pd = pd;
-  m->pd = to_u<UPd>(pd);
-  m->imported = true;
-  m->pd->users.fetch_add(1);
-  return &m->ibv;
+  ibv_mr* out = nullptr;
+  const int rc = ours(pd->context)->dev->with_mr(mr_handle, [&](uroce::verbs::Mr* orig) {
+    if (!orig) return EINVAL;
+    out = import_mr(pd, *orig);
+    return out ? 0 : errno;
+  });
+  if (rc != 0) errno = rc;  // no such region, or not in this PD
+  return out;
 }
 
 void ibv_unimport_mr(ibv_mr* mr) {
@@ -191,25 +148,23 @@ void ibv_unimport_mr(ibv_mr* mr) {
     return;
   }
   UMr* m = to_u<UMr>(mr);
-  if (!m->imported) return;
-  m->pd->users.fetch_sub(1);
+  if (!m->mr->imported()) return;
+  uroce::verbs::Mr::unimport(m->mr);
   delete m;
 }
 
 ibv_dm* ibv_import_dm(ibv_context* context, uint32_t dm_handle) {
   UContext* c = ours(context);
   if (!c) UROCE_FORWARD(ibv_import_dm, "IBVERBS_1.13", nullptr, context, dm_handle);
-  UDm* orig = find(c->udev, c->udev->dms, dm_handle);
-  if (!orig) {
-    errno = EINVAL;
+  std::unique_ptr<uroce::verbs::Dm> dm;
+  const int rc = c->dev->with_dm(dm_handle, [&](uroce::verbs::Dm* orig) {
+    return orig ? uroce::verbs::Dm::import(*c->ctx, *orig, &dm) : EINVAL;
+  });
+  if (rc != 0) {
+    errno = rc;
     return nullptr;
   }
-  auto* d = new UDm();
-  d->ibv = orig->ibv;
-  d->ibv.context = context;
-  d->mem = orig->mem;  // the same memory, which lives while either does
-  c->objects.fetch_add(1);
-  return &d->ibv;
+  return publish_dm(context, std::move(dm));
 }
 
 void ibv_unimport_dm(ibv_dm* dm) {
@@ -218,12 +173,9 @@ void ibv_unimport_dm(ibv_dm* dm) {
     if (real) real(dm);
     return;
   }
-  UContext* c = ours(dm->context);
   UDm* d = to_u<UDm>(dm);
-  std::lock_guard lock(c->udev->handles_mu);
-  if (const auto it = c->udev->dms.find(dm->handle); it != c->udev->dms.end() && it->second == d)
-    return;  // the original, not an import
-  c->objects.fetch_sub(1);
+  if (!d->dm->imported()) return;  // the original, not an import
+  uroce::verbs::Dm::unimport(d->dm);
   delete d;
 }
 

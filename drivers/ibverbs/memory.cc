@@ -1,10 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// Protection domains and memory regions. A region is the program's own
-// memory, or device memory (ibv_reg_dm_mr); the engine copies to and from
-// it under the region's keys. An
-// on-demand paging region (IBV_ACCESS_ON_DEMAND) is checked against the
-// process's mappings at every access instead (verbs/odp.h); an implicit
-// one (null address, SIZE_MAX length) spans the whole address space.
+// Protection domains and memory regions (verbs/pd.h, verbs/mr.h): the
+// program's own memory, or device memory (ibv_reg_dm_mr), which the
+// engine copies to and from under the region's keys.
 
 #include <cerrno>
 #include <cstdint>
@@ -12,62 +9,54 @@
 
 #include "drivers/ibverbs/forward.h"
 #include "drivers/ibverbs/provider.h"
+#include "verbs/access.h"
 
 #undef ibv_reg_mr
 #undef ibv_reg_mr_iova
 
 using namespace uroce::ibverbs;
+namespace verbs = uroce::verbs;
 
 namespace {
 
-// Access bits the transport enforces; the rest are hints uroce may ignore
-// (IBA 10.6.3.1 and verbs.h: optional bits never fail a registration).
-constexpr int kEnforced = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-                          IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
-// What the MR table keeps: the enforced bits, and whether windows may be
-// bound to the region (IBA C10-73).
-constexpr int kTableFlags = kEnforced | IBV_ACCESS_MW_BIND;
-constexpr int kIgnored =
-    IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_HUGETLB | IBV_ACCESS_OPTIONAL_RANGE;
+namespace access = uroce::verbs::access;
+static_assert(access::kLocalWrite == IBV_ACCESS_LOCAL_WRITE);
+static_assert(access::kRemoteWrite == IBV_ACCESS_REMOTE_WRITE);
+static_assert(access::kRemoteRead == IBV_ACCESS_REMOTE_READ);
+static_assert(access::kRemoteAtomic == IBV_ACCESS_REMOTE_ATOMIC);
+static_assert(access::kMwBind == IBV_ACCESS_MW_BIND);
+static_assert(access::kZeroBased == IBV_ACCESS_ZERO_BASED);
+static_assert(access::kOnDemand == IBV_ACCESS_ON_DEMAND);
+static_assert(access::kHugetlb == IBV_ACCESS_HUGETLB);
+static_assert(access::kRelaxedOrdering == IBV_ACCESS_RELAXED_ORDERING);
+static_assert(access::kOptionalRange == IBV_ACCESS_OPTIONAL_RANGE);
+static_assert(verbs::rereg::kChangeTranslation == IBV_REREG_MR_CHANGE_TRANSLATION);
+static_assert(verbs::rereg::kChangePd == IBV_REREG_MR_CHANGE_PD);
+static_assert(verbs::rereg::kChangeAccess == IBV_REREG_MR_CHANGE_ACCESS);
+static_assert(verbs::MrTable::kImplicitLength == std::numeric_limits<size_t>::max());
 
-// Access bits a region on device memory may ask for (those of mlx5's
-// MEMIC). It is always zero-based: the memory has no address the program
-// knows, so offset 0 of the region is address 0 (libibverbs' cmd_dm.c).
-constexpr unsigned kDmAllowed = kEnforced | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_OPTIONAL_RANGE;
-
-UMr* new_mr(ibv_pd* pd, void* addr, size_t length, const uroce::verbs::MrInfo& info) {
+// The ibv_mr of a region; `addr` as the program gave it (null for device
+// memory, as libibverbs reports).
+ibv_mr* publish(ibv_pd* pd, std::unique_ptr<verbs::Mr> mr) {
   auto* m = new UMr();
-  m->pd = to_u<UPd>(pd);
   m->ibv.context = pd->context;
   m->ibv.pd = pd;
-  m->ibv.addr = addr;
-  m->ibv.length = length;
-  m->ibv.handle = info.lkey;
-  m->ibv.lkey = info.lkey;
-  m->ibv.rkey = info.rkey;
-  m->pd->users.fetch_add(1);
-  remember(ours(pd->context)->udev, m);
-  return m;
+  m->ibv.addr = mr->addr();
+  m->ibv.length = mr->length();
+  m->ibv.handle = mr->lkey();
+  m->ibv.lkey = mr->lkey();
+  m->ibv.rkey = mr->rkey();
+  m->mr = std::move(mr);
+  return &m->ibv;
 }
 
 ibv_mr* reg(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned access) {
-  UPd* p = to_u<UPd>(pd);
-  UContext* c = ours(pd->context);
-  const bool on_demand = (access & IBV_ACCESS_ON_DEMAND) != 0;
-  const bool implicit =
-      on_demand && addr == nullptr && length == std::numeric_limits<size_t>::max() && iova == 0;
-  if ((access & ~static_cast<unsigned>(kEnforced | kIgnored | IBV_ACCESS_ON_DEMAND)) != 0 ||
-      length == 0 || (addr == nullptr && !implicit)) {
-    errno = EINVAL;
-    return nullptr;
-  }
-  uroce::verbs::MrInfo info;
-  if (int rc = c->dev->mrs().reg(p->id, addr, length, iova, access & kTableFlags, &info, on_demand);
-      rc != 0) {
+  std::unique_ptr<verbs::Mr> mr;
+  if (int rc = verbs::Mr::reg(pd_of(pd), addr, length, iova, access, &mr); rc != 0) {
     errno = rc;
     return nullptr;
   }
-  return &new_mr(pd, addr, length, info)->ibv;
+  return publish(pd, std::move(mr));
 }
 
 }  // namespace
@@ -98,53 +87,42 @@ int advise_mr(ibv_pd* pd, ibv_advise_mr_advice advice, uint32_t flags, ibv_sge* 
   // IBV_ADVISE_MR_FLAG_FLUSH: it is cheap, and finishing early is allowed.
   // Only a flushed prefetch reports pages it could not fault in, as an
   // asynchronous one could not.
-  const auto& mrs = ours(pd->context)->dev->mrs();
-  const verbs::PdId id = to_u<UPd>(pd)->id;
+  const verbs::Pd& p = pd_of(pd);
+  const auto& mrs = p.device().mrs();
   for (uint32_t i = 0; i < num_sge; ++i) {
     const ibv_sge& s = sg_list[i];
-    if (int rc = mrs.advise(id, s.lkey, s.addr, s.length, write, false); rc != 0) return rc;
+    if (int rc = mrs.advise(p.id(), s.lkey, s.addr, s.length, write, false); rc != 0) return rc;
   }
   if (!fault) return 0;  // the device sees the CPU's page tables: nothing to present
   for (uint32_t i = 0; i < num_sge; ++i) {
     const ibv_sge& s = sg_list[i];
-    const int rc = mrs.advise(id, s.lkey, s.addr, s.length, write, true);
+    const int rc = mrs.advise(p.id(), s.lkey, s.addr, s.length, write, true);
     if (rc != 0 && (flags & IBV_ADVISE_MR_FLAG_FLUSH)) return rc;
   }
   return 0;
 }
 
 ibv_mr* reg_dm_mr(ibv_pd* pd, ibv_dm* dm, uint64_t dm_offset, size_t length, unsigned int access) {
-  UContext* c = pd ? ours(pd->context) : nullptr;
-  // The memory and the PD must be of one context, as the kernel requires.
-  // An empty region is allowed, as the kernel allows it on device memory.
-  if (c == nullptr || dm == nullptr || dm->context != pd->context ||
-      !(access & IBV_ACCESS_ZERO_BASED) || (access & ~kDmAllowed) != 0) {
+  if (pd == nullptr || !ours(pd->context) || dm == nullptr || !ours(dm->context)) {
     errno = EINVAL;
     return nullptr;
   }
-  UDm* d = to_u<UDm>(dm);
-  if (!d->mem->contains(dm_offset, length)) {
-    errno = EINVAL;
-    return nullptr;
-  }
-  // The responder checks that an atomic's address is 8-byte aligned; with
-  // the region starting at 0, the memory behind it must start on 8 bytes
-  // too (allocations start on a cache line).
-  if ((access & IBV_ACCESS_REMOTE_ATOMIC) && dm_offset % 8 != 0) {
-    errno = EINVAL;
-    return nullptr;
-  }
-  uroce::verbs::MrInfo info;
-  if (int rc = c->dev->mrs().reg(to_u<UPd>(pd)->id, d->mem->data() + dm_offset, length, 0,
-                                 access & kEnforced, &info);
+  std::unique_ptr<verbs::Mr> mr;
+  if (int rc = verbs::Mr::reg_dm(pd_of(pd), *to_u<UDm>(dm)->dm, dm_offset, length, access, &mr);
       rc != 0) {
     errno = rc;
     return nullptr;
   }
-  UMr* m = new_mr(pd, nullptr, length, info);  // no address: libibverbs reports NULL
-  m->dm = d;
-  d->users.fetch_add(1);
-  return &m->ibv;
+  return publish(pd, std::move(mr));
+}
+
+ibv_mr* import_mr(ibv_pd* pd, verbs::Mr& orig) {
+  std::unique_ptr<verbs::Mr> mr;
+  if (int rc = verbs::Mr::import(pd_of(pd), orig, &mr); rc != 0) {
+    errno = rc;
+    return nullptr;
+  }
+  return publish(pd, std::move(mr));
 }
 
 }  // namespace uroce::ibverbs
@@ -152,25 +130,18 @@ ibv_mr* reg_dm_mr(ibv_pd* pd, ibv_dm* dm, uint64_t dm_offset, size_t length, uns
 extern "C" {
 
 ibv_pd* ibv_alloc_pd(ibv_context* context) {
-  UContext* c = ours(context);
-  if (!c) UROCE_FORWARD(ibv_alloc_pd, "IBVERBS_1.1", nullptr, context);
+  if (!ours(context)) UROCE_FORWARD(ibv_alloc_pd, "IBVERBS_1.1", nullptr, context);
   auto* p = new UPd();
+  p->pd = verbs::Pd::create(ctx_of(context));
   p->ibv.context = context;
-  p->id = c->udev->next_pd.fetch_add(1);
-  c->objects.fetch_add(1);
-  p->ibv.handle = p->id;
-  remember(c->udev, p);
+  p->ibv.handle = p->pd->id();
   return &p->ibv;
 }
 
 int ibv_dealloc_pd(ibv_pd* pd) {
   if (!pd || !ours(pd->context)) UROCE_FORWARD(ibv_dealloc_pd, "IBVERBS_1.1", ENOSYS, pd);
   UPd* p = to_u<UPd>(pd);
-  if (p->users.load() != 0) return EBUSY;
-  ours(pd->context)->objects.fetch_sub(1);
-  if (p->parent) p->parent->users.fetch_sub(1);
-  if (p->td) p->td->users.fetch_sub(1);
-  if (!p->parent) forget(ours(pd->context)->udev, p);
+  if (int rc = verbs::Pd::destroy(p->pd); rc != 0) return rc;
   delete p;
   return 0;
 }
@@ -199,52 +170,20 @@ ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
 int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access) {
   if (!mr || !ours(mr->context))
     UROCE_FORWARD(ibv_rereg_mr, "IBVERBS_1.1", ENOSYS, mr, flags, pd, addr, length, access);
-  constexpr int kSupported =
-      IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_ACCESS;
+  verbs::Mr& m = *to_u<UMr>(mr)->mr;
+  verbs::Pd* new_pd = (flags & IBV_REREG_MR_CHANGE_PD) && pd && ours(pd->context) ? &pd_of(pd)
+                                                                                    : nullptr;
   const auto uaccess = static_cast<unsigned>(access);
-  if ((flags & ~kSupported) != 0 ||
-      ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (addr == nullptr || length == 0)) ||
-      (access != 0 && !(flags & IBV_REREG_MR_CHANGE_ACCESS)) ||
-      ((flags & IBV_REREG_MR_CHANGE_PD) && (!pd || pd->context != mr->context)) ||
-      ((flags & IBV_REREG_MR_CHANGE_ACCESS) &&
-       (uaccess & ~static_cast<unsigned>(kEnforced | kIgnored)) != 0)) {
-    errno = EINVAL;
+  if (int rc = m.check_rereg(flags, new_pd, addr, length, uaccess); rc != 0) {
+    errno = rc;
     return IBV_REREG_MR_ERR_INPUT;
   }
-  UMr* m = to_u<UMr>(mr);
-  // A region on device memory stays on it, as the kernel keeps it
-  // (ib_uverbs_rereg_mr refuses DM regions).
-  if (m->dm) {
-    errno = EINVAL;
-    return IBV_REREG_MR_ERR_INPUT;
-  }
-  uroce::verbs::MrTable::Change c;
-  if (flags & IBV_REREG_MR_CHANGE_PD) {
-    c.pd = true;
-    c.new_pd = to_u<UPd>(pd)->id;
-  }
-  if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
-    c.translation = true;
-    c.addr = addr;
-    c.length = length;
-    c.iova = reinterpret_cast<uintptr_t>(addr);
-  }
-  if (flags & IBV_REREG_MR_CHANGE_ACCESS) {
-    c.access = true;
-    c.flags = uaccess & kTableFlags;
-  }
-  if (int rc = ours(mr->context)->dev->mrs().rereg(mr->lkey, c); rc != 0) {
+  if (int rc = m.rereg(flags, new_pd, addr, length, uaccess); rc != 0) {
     errno = rc;
     return IBV_REREG_MR_ERR_CMD;
   }
-  if (c.pd) {
-    UPd* np = to_u<UPd>(pd);
-    np->users.fetch_add(1);
-    m->pd->users.fetch_sub(1);
-    m->pd = np;
-    mr->pd = pd;
-  }
-  if (c.translation) {
+  if (flags & IBV_REREG_MR_CHANGE_PD) mr->pd = pd;
+  if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
     mr->addr = addr;
     mr->length = length;
   }
@@ -255,10 +194,7 @@ int ibv_dereg_mr(ibv_mr* mr) {
   if (!mr || !ours(mr->context)) UROCE_FORWARD(ibv_dereg_mr, "IBVERBS_1.1", ENOSYS, mr);
   UMr* m = to_u<UMr>(mr);
   // Returns once the engine can no longer touch the region.
-  if (int rc = ours(mr->context)->dev->mrs().dereg(mr->lkey); rc != 0) return rc;
-  m->pd->users.fetch_sub(1);
-  if (m->dm) m->dm->users.fetch_sub(1);
-  forget(ours(mr->context)->udev, m);
+  if (int rc = verbs::Mr::destroy(m->mr); rc != 0) return rc;
   delete m;
   return 0;
 }

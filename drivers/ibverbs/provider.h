@@ -4,9 +4,11 @@
 // The libibverbs objects of uroce devices. Each wraps the public struct
 // the program sees (ibv_context, ibv_pd, ibv_cq, ...) as its first member,
 // so the pointer the program holds converts back to ours, and carries the
-// lib/verbs object that does the work. Every object starts with its
-// context, and a context is ours when its device is one of ours: that is
-// how each entry point tells our objects from a real device's.
+// lib/verbs object that does the work and keeps the rules: the binding
+// translates structs and calls, as rdma-core's providers translate to the
+// kernel's commands. Every object starts with its context, and a context
+// is ours when its device is one of ours: that is how each entry point
+// tells our objects from a real device's.
 
 #include <infiniband/verbs.h>
 
@@ -20,22 +22,22 @@
 #include <unordered_map>
 #include <vector>
 
-#include "transport/cq.h"
-#include "transport/recv_queue.h"
 #include "uroce/config.h"
+#include "verbs/ah.h"
 #include "verbs/completion_channel.h"
+#include "verbs/context.h"
+#include "verbs/cq.h"
 #include "verbs/device.h"
-#include "verbs/device_memory.h"
+#include "verbs/dm.h"
+#include "verbs/mr.h"
+#include "verbs/pd.h"
 #include "verbs/queue_pair.h"
+#include "verbs/srq.h"
 
 namespace uroce::ibverbs {
 
 /// A uroce device as ibv_get_device_list lists it. Opened on the first
-/// ibv_open_device, closed with the last ibv_close_device.
-struct UPd;
-struct UMr;
-struct UDm;
-
+/// ibv_open_device; it stays open until the process ends.
 struct UDevice {
   ibv_device ibv{};
   DeviceConfig cfg;
@@ -43,15 +45,6 @@ struct UDevice {
   std::mutex mu;
   std::unique_ptr<verbs::Device> dev;
   int opens = 0;
-  /// PD numbers: per device, since every context of the device shares its
-  /// memory region table, which checks them.
-  std::atomic<std::uint32_t> next_pd{1};
-  /// The device's PDs, MRs and DMs by handle, for ibv_import_pd/mr/dm
-  /// from another context of it (import.cc). Under handles_mu.
-  std::mutex handles_mu;
-  std::unordered_map<std::uint32_t, UPd*> pds;
-  std::unordered_map<std::uint32_t, UMr*> mrs;
-  std::unordered_map<std::uint32_t, UDm*> dms;
 };
 
 /// The process's uroce devices (from the configuration, read once).
@@ -75,11 +68,11 @@ struct UContext {
   verbs_context vctx{};  // first: the program's ibv_context is its last member
   UDevice* udev = nullptr;
   verbs::Device* dev = nullptr;
-  std::atomic<int> objects{0};  ///< live PDs, CQs, channels: close waits for none
+  ContextEvents events{this};
+  std::unique_ptr<verbs::Context> ctx;
   std::mutex async_mu;
   std::deque<ibv_async_event> async_events;               ///< one count on async_fd each
   std::unordered_map<const transport::Qp*, ibv_qp*> qps;  ///< under async_mu
-  ContextEvents events{this};
   int link_listener = 0;
 };
 
@@ -102,69 +95,41 @@ void post_async_event(UContext* c, const ibv_async_event& e);
 /// destroyed), so ibv_get_async_event never hands out a freed pointer.
 void forget_async_events(UContext* c, const void* object);
 
+/// A context's command descriptor, for ibv_import_device (import.cc).
+void remember_context_fd(int fd, UDevice* d);
+void forget_context_fd(int fd);
+
 struct UTd {
   ibv_td ibv{};
-  std::atomic<std::uint32_t> users{0};  ///< parent domains using it: EBUSY on destroy
+  std::unique_ptr<verbs::Td> td;
 };
 
-/// A protection domain, or a parent domain (ibv_alloc_parent_domain): a
-/// PD of its own for the program, with the protection of `parent`, whose
-/// objects it may reach and whose id it carries.
+/// A protection domain, a parent domain or an imported PD.
 struct UPd {
   ibv_pd ibv{};
-  std::atomic<std::uint32_t> users{0};  ///< objects using it: EBUSY on destroy
-  verbs::PdId id = 0;
-  UPd* parent = nullptr;    ///< set for a parent domain
-  UTd* td = nullptr;        ///< a parent domain's thread domain, if any
-  UPd* imported = nullptr;  ///< set for ibv_import_pd's: the PD it stands for
+  std::unique_ptr<verbs::Pd> pd;
 };
 
 /// Device memory (ibv_alloc_dm). The program copies through the ibv_dm's
 /// memcpy_to_dm / memcpy_from_dm pointers, which verbs.h calls directly.
 struct UDm {
   ibv_dm ibv{};
-  std::shared_ptr<verbs::DeviceMemory> mem;  ///< shared with ibv_import_dm's
-  std::atomic<std::uint32_t> users{0};       ///< memory regions on it: EBUSY on free
+  std::unique_ptr<verbs::Dm> dm;
 };
 
 struct UMr {
   ibv_mr ibv{};
-  UPd* pd = nullptr;
-  UDm* dm = nullptr;      ///< the device memory it covers (ibv_reg_dm_mr), or null
-  bool imported = false;  ///< ibv_import_mr's: ibv_unimport_mr frees it
+  std::unique_ptr<verbs::Mr> mr;
 };
 
-// The handle registry (import.cc): objects are entered when made and
-// removed when destroyed.
-void remember(UDevice* d, UPd* pd);
-void remember(UDevice* d, UMr* mr);
-void remember(UDevice* d, UDm* dm);
-void forget(UDevice* d, UPd* pd);
-void forget(UDevice* d, UMr* mr);
-void forget(UDevice* d, UDm* dm);
-/// A context's command descriptor, for ibv_import_device.
-void remember_context_fd(int fd, UDevice* d);
-void forget_context_fd(int fd);
-
-/// A memory window: a slot of the device's MR table (memory_window.cc).
 struct UMw {
   ibv_mw ibv{};
-  UPd* pd = nullptr;
-  std::uint32_t index = 0;  ///< its slot
-  std::uint32_t id = 0;     ///< tells it from a later window in the slot
+  std::unique_ptr<verbs::Mw> mw;
 };
 
 struct UChannel {
   ibv_comp_channel ibv{};
-  std::atomic<std::uint32_t> users{0};  ///< objects using it: EBUSY on destroy
-  verbs::CompletionChannel channel;
-};
-
-/// A CQ ring that knows the ibv_cq it belongs to (completion channels
-/// hand back the ring).
-struct CqRing : transport::Cq {
-  using transport::Cq::Cq;
-  ibv_cq* owner = nullptr;
+  std::unique_ptr<verbs::CompletionChannel> channel;
 };
 
 struct UCq {
@@ -174,41 +139,19 @@ struct UCq {
     ibv_cq ibv;
     ibv_cq_ex ibvx;
   };
-  std::mutex poll_mu;  ///< the ring has one consumer; programs may poll from several threads
-  std::atomic<std::uint32_t> users{0};  ///< objects using it: EBUSY on destroy
-  std::unique_ptr<CqRing> ring;
-  UChannel* channel = nullptr;
+  std::unique_ptr<verbs::Cq> cq;
   ibv_wc current{};  ///< an extended CQ's completion between start_poll and end_poll
-};
-
-/// A shared receive queue that knows the ibv_srq it belongs to (limit
-/// events hand back the queue).
-struct SrqRing : transport::RecvQueue {
-  using transport::RecvQueue::RecvQueue;
-  ibv_srq* owner = nullptr;
 };
 
 struct USrq {
   ibv_srq ibv{};
-  std::atomic<std::uint32_t> users{0};  ///< objects using it: EBUSY on destroy
-  std::unique_ptr<SrqRing> rq;
-  std::mutex post_mu;  ///< the ring has one producer; programs may post from several threads
-  UPd* pd = nullptr;
-  std::uint32_t max_wr = 0;
-  std::uint32_t max_sge = 0;
+  std::unique_ptr<verbs::Srq> srq;
 };
 
 struct UQp {
   ibv_qp_ex ibvx{};  // ibv_qp is its first member
   std::unique_ptr<verbs::QueuePair> qp;
-  UPd* pd = nullptr;
-  UCq* send_cq = nullptr;
-  UCq* recv_cq = nullptr;
-  USrq* srq = nullptr;
-  verbs::AddressVector av;  ///< as the last modify_qp gave it, for query_qp
-  ibv_ah_attr ah_attr{};
-  std::mutex post_mu;  ///< posting sends may come from several program threads
-  std::mutex recv_mu;  ///< ... and receives, independently of sends
+  ibv_ah_attr ah_attr{};  ///< as the last modify_qp gave it, for query_qp
   // ibv_wr_* (the extended post-send API) builds one WR at a time here and
   // keeps the batch until ibv_wr_complete posts it (ibv_wr_abort drops it).
   struct BatchedWr {
@@ -226,17 +169,23 @@ struct UQp {
 
 struct UAh {
   ibv_ah ibv{};
-  UPd* pd = nullptr;
-  wire::RoceRoute route;
+  std::unique_ptr<verbs::Ah> ah;
 };
 
 /// Our object of a public one: the public struct is its first member.
-/// (Objects in use cannot be destroyed: they count their users and
-/// destroying one still used fails with EBUSY, as with the kernel.)
 template <typename U, typename T>
 U* to_u(T* ibv) {
   return reinterpret_cast<U*>(ibv);
 }
+
+// The lib/verbs objects behind public ones.
+inline verbs::Context& ctx_of(ibv_context* c) { return *to_uctx(c)->ctx; }
+inline verbs::Pd& pd_of(ibv_pd* pd) { return *to_u<UPd>(pd)->pd; }
+inline verbs::Cq& cq_of(ibv_cq* cq) { return *to_u<UCq>(cq)->cq; }
+inline verbs::QueuePair& qp_of(ibv_qp* qp) { return *to_u<UQp>(qp)->qp; }
+
+/// An ibv_ah_attr as the verbs layer's address vector.
+verbs::AddressVector to_av(const ibv_ah_attr& ah);
 
 // The context's operations (context.cc, memory.cc, device_memory.cc, cq.cc, qp.cc).
 int query_port(ibv_context* ctx, uint8_t port, ibv_port_attr* attr, size_t len);
@@ -247,7 +196,7 @@ int advise_mr(ibv_pd* pd, ibv_advise_mr_advice advice, uint32_t flags, ibv_sge* 
 int poll_cq(ibv_cq* cq, int n, ibv_wc* wc);
 /// A CQ of `cqe` entries, checked as ibv_create_cq checks (errno set on
 /// failure); cq.cc.
-UCq* make_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
+UCq* make_cq(ibv_context* context, std::int64_t cqe, void* cq_context, ibv_comp_channel* channel,
              int comp_vector);
 void to_ibv_wc(const transport::Wc& w, ibv_wc* out);
 int req_notify_cq(ibv_cq* cq, int solicited_only);
@@ -265,14 +214,17 @@ ibv_srq* create_srq_ex(ibv_context* ctx, ibv_srq_init_attr_ex* attr);
 ibv_dm* alloc_dm(ibv_context* ctx, ibv_alloc_dm_attr* attr);
 int free_dm(ibv_dm* dm);
 ibv_mr* reg_dm_mr(ibv_pd* pd, ibv_dm* dm, uint64_t dm_offset, size_t length, unsigned int access);
+/// An ibv_mr in `pd` standing for `orig` (ibv_import_mr; memory.cc).
+ibv_mr* import_mr(ibv_pd* pd, verbs::Mr& orig);
+/// The ibv_dm of `dm` (device_memory.cc).
+ibv_dm* publish_dm(ibv_context* ctx, std::unique_ptr<verbs::Dm> dm);
 
 // Memory windows (memory_window.cc).
 ibv_mw* alloc_mw(ibv_pd* pd, ibv_mw_type type);
 int dealloc_mw(ibv_mw* mw);
 int bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* mw_bind);
 /// The bind of `mw` for a WR on `qp`: to have key `rkey` and cover what
-/// `info` names. EINVAL for a window or region of another context or PD,
-/// or access bits a window cannot have.
+/// `info` names (verbs::Mw::bind_request's checks).
 int to_mw_bind(ibv_qp* qp, ibv_mw* mw, std::uint32_t rkey, const ibv_mw_bind_info& info,
                transport::MwBind* out);
 

@@ -8,6 +8,7 @@
 #include "drivers/ibverbs/forward.h"
 #include "drivers/ibverbs/provider.h"
 #include "transport/limits.h"
+#include "verbs/access.h"
 
 namespace uroce::ibverbs {
 
@@ -23,13 +24,10 @@ static_assert(tp::access::kRemoteAtomic == IBV_ACCESS_REMOTE_ATOMIC);
 static_assert(static_cast<int>(tp::QpState::kErr) == IBV_QPS_ERR);
 static_assert(tp::attr_mask::kDestQpn == IBV_QP_DEST_QPN);
 static_assert(tp::attr_mask::kMaxDestRdAtomic == IBV_QP_MAX_DEST_RD_ATOMIC);
+static_assert(tp::attr_mask::kCap == IBV_QP_CAP && tp::attr_mask::kAltPath == IBV_QP_ALT_PATH);
 
 constexpr unsigned kSendFlags =
     IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE;
-
-// The attributes uroce takes; IBV_QP_CAP (resizing) and the rate limit
-// are refused.
-constexpr int kKnownMask = (IBV_QP_DEST_QPN << 1) - 1;
 
 // An enum field as the integer the program stored in it: values outside
 // the enum are the program's mistake to refuse, and loading them as the
@@ -75,49 +73,34 @@ ibv_qp* create(ibv_context* context, const ibv_qp_init_attr_ex& a) {
   caps.max_recv_sge = a.cap.max_recv_sge;
   caps.max_inline_data = a.cap.max_inline_data;
   caps.sq_sig_all = a.sq_sig_all != 0;
-  auto* q = new UQp();
-  q->pd = to_u<UPd>(a.pd);
-  q->send_cq = to_u<UCq>(a.send_cq);
-  q->recv_cq = to_u<UCq>(a.recv_cq);
-  q->srq = a.srq ? to_u<USrq>(a.srq) : nullptr;
-  // Count the objects used before creating, so a destroy racing with us
-  // sees them in use.
-  q->pd->users.fetch_add(1);
-  q->send_cq->users.fetch_add(1);
-  q->recv_cq->users.fetch_add(1);
-  if (q->srq) q->srq->users.fetch_add(1);
-  if (int rc = verbs::QueuePair::create(*c->dev, q->pd->id, caps, q->send_cq->ring.get(),
-                                        q->recv_cq->ring.get(), q->srq ? q->srq->rq.get() : nullptr,
-                                        &c->events, &q->qp);
+  std::unique_ptr<verbs::QueuePair> qp;
+  if (int rc = verbs::QueuePair::create(pd_of(a.pd), caps, cq_of(a.send_cq), cq_of(a.recv_cq),
+                                        a.srq ? to_u<USrq>(a.srq)->srq.get() : nullptr, &qp);
       rc != 0) {
-    q->pd->users.fetch_sub(1);
-    q->send_cq->users.fetch_sub(1);
-    q->recv_cq->users.fetch_sub(1);
-    if (q->srq) q->srq->users.fetch_sub(1);
-    delete q;
     errno = rc;
     return nullptr;
   }
-
-  ibv_qp& qp = q->ibvx.qp_base;
-  qp.context = context;
-  qp.qp_context = a.qp_context;
-  qp.pd = a.pd;
-  qp.send_cq = a.send_cq;
-  qp.recv_cq = a.recv_cq;
-  qp.srq = a.srq;
-  qp.qp_num = q->qp->qp().qpn();
-  qp.handle = qp.qp_num;
-  qp.state = IBV_QPS_RESET;
-  qp.qp_type = a.qp_type;
-  pthread_mutex_init(&qp.mutex, nullptr);
-  pthread_cond_init(&qp.cond, nullptr);
+  auto* q = new UQp();
+  q->qp = std::move(qp);
+  ibv_qp& ibqp = q->ibvx.qp_base;
+  ibqp.context = context;
+  ibqp.qp_context = a.qp_context;
+  ibqp.pd = a.pd;
+  ibqp.send_cq = a.send_cq;
+  ibqp.recv_cq = a.recv_cq;
+  ibqp.srq = a.srq;
+  ibqp.qp_num = q->qp->qpn();
+  ibqp.handle = ibqp.qp_num;
+  ibqp.state = IBV_QPS_RESET;
+  ibqp.qp_type = a.qp_type;
+  pthread_mutex_init(&ibqp.mutex, nullptr);
+  pthread_cond_init(&ibqp.cond, nullptr);
   init_qp_ex(q);
   {
     std::lock_guard lock(c->async_mu);
-    c->qps[&q->qp->qp()] = &qp;
+    c->qps[&q->qp->qp()] = &ibqp;
   }
-  return &qp;
+  return &ibqp;
 }
 
 // The granted capabilities, written back as ibv_create_qp does.
@@ -171,19 +154,17 @@ int to_send_wr(UQp* q, const ibv_send_wr& in, tp::SendWr* out) {
   }
   if (q->qp->qp().type() == tp::QpType::kUd) {
     ibv_ah* ah = in.wr.ud.ah;
-    if (!ah || ours(ah->context) != ours(q->ibvx.qp_base.context)) return EINVAL;
-    out->ud.route = &to_u<UAh>(ah)->route;
-    out->ud.remote_qpn = in.wr.ud.remote_qpn;
-    // A Q_Key with the high bit set means "the QP's own" (IBA 10.2.5).
-    // A Q_Key with the high bit set means the QP's own (IBA 10.2.5); the
-    // transport substitutes it when it builds the packet.
-    out->ud.remote_qkey = in.wr.ud.remote_qkey;
+    if (!ah || !ours(ah->context)) return EINVAL;
+    return q->qp->set_ud_destination(*to_u<UAh>(ah)->ah, in.wr.ud.remote_qpn,
+                                     in.wr.ud.remote_qkey, out);
   }
   return 0;
 }
 
-int to_recv_wr(const ibv_recv_wr& in, std::uint32_t max_sge, tp::RecvWr* out) {
-  if (in.num_sge < 0 || static_cast<std::uint32_t>(in.num_sge) > max_sge) return EINVAL;
+// The transport checks the SGE count against the queue's; this bounds it
+// by what a WR holds.
+int to_recv_wr(const ibv_recv_wr& in, tp::RecvWr* out) {
+  if (in.num_sge < 0 || static_cast<std::uint32_t>(in.num_sge) > tp::kMaxSge) return EINVAL;
   out->wr_id = in.wr_id;
   out->num_sge = static_cast<std::uint32_t>(in.num_sge);
   for (int i = 0; i < in.num_sge; ++i)
@@ -224,31 +205,26 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
   UQp* q = to_u<UQp>(ibqp);
   int rc = 0;
   {
-    std::lock_guard lock(q->post_mu);
+    q->qp->lock_send();
     tp::SendWr w;
     for (; wr; wr = wr->next) {
       rc = to_send_wr(q, *wr, &w);
-      if (rc == 0) rc = q->qp->qp().post_send(w);
+      if (rc == 0) rc = q->qp->post_send_locked(w);
       if (rc != 0) break;
     }
+    q->qp->unlock_send();
   }
   if (rc != 0 && bad) *bad = wr;
-  // Let the request out now if the engine is free (DESIGN.md, progress).
-  to_uctx(ibqp->context)->dev->progress().drive();
+  q->qp->doorbell();
   return rc;
 }
 
 int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
-  UQp* q = to_u<UQp>(ibqp);
-  if (q->srq) {
-    if (bad) *bad = wr;
-    return EINVAL;  // the QP receives from its SRQ
-  }
-  std::lock_guard lock(q->recv_mu);
+  verbs::QueuePair& q = qp_of(ibqp);
   tp::RecvWr r;
   for (; wr; wr = wr->next) {
-    int rc = to_recv_wr(*wr, q->qp->caps().max_recv_sge, &r);
-    if (rc == 0) rc = q->qp->qp().post_recv(r);
+    int rc = to_recv_wr(*wr, &r);
+    if (rc == 0) rc = q.post_recv(r);
     if (rc != 0) {
       if (bad) *bad = wr;
       return rc;
@@ -258,12 +234,11 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
 }
 
 int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad) {
-  USrq* s = to_u<USrq>(srq);
-  std::lock_guard lock(s->post_mu);
+  verbs::Srq& s = *to_u<USrq>(srq)->srq;
   tp::RecvWr r;
   for (; wr; wr = wr->next) {
-    int rc = to_recv_wr(*wr, s->max_sge, &r);
-    if (rc == 0) rc = s->rq->post(r);
+    int rc = to_recv_wr(*wr, &r);
+    if (rc == 0) rc = s.post_recv(r);
     if (rc != 0) {
       if (bad) *bad = wr;
       return rc;
@@ -303,70 +278,38 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
   if (!qp || !ours(qp->context))
     UROCE_FORWARD(ibv_modify_qp, "IBVERBS_1.1", ENOSYS, qp, attr, attr_mask);
   UQp* q = to_u<UQp>(qp);
-  if (!attr || (attr_mask & ~kKnownMask) || (attr_mask & (IBV_QP_CAP | IBV_QP_ALT_PATH)))
-    return EINVAL;
+  if (!attr) return EINVAL;
   namespace am = tp::attr_mask;
   const unsigned mask = static_cast<unsigned>(attr_mask);
   const std::uint32_t state = raw(attr->qp_state), cur_state = raw(attr->cur_qp_state);
-  if ((mask & am::kCurState) && static_cast<std::uint32_t>(q->qp->qp().state()) != cur_state)
-    return EINVAL;
-  if ((mask & am::kPort) && attr->port_num != 1) return EINVAL;
-  if ((mask & am::kPkeyIndex) && attr->pkey_index != 0) return EINVAL;
+  // Enum fields out of their enum's range are refused before they are
+  // loaded as the enum (undefined); the transport refuses a path MTU
+  // code outside 1..5.
   if ((mask & am::kState) && state > IBV_QPS_ERR) return EINVAL;
+  if ((mask & am::kCurState) && cur_state > IBV_QPS_ERR) return EINVAL;
 
-  tp::QpAttr a;
+  uroce::verbs::QpModify m;
+  tp::QpAttr& a = m.attr;
   a.qp_state = static_cast<tp::QpState>(state);
-  // The transport refuses a path MTU code outside 1..5.
   a.path_mtu = static_cast<uroce::wire::Mtu>(raw(attr->path_mtu));
   a.qkey = attr->qkey;
   a.rq_psn = attr->rq_psn;
   a.sq_psn = attr->sq_psn;
   a.dest_qp_num = attr->dest_qp_num;
-  // IBV_ACCESS_ON_DEMAND describes regions, not QPs; programs that hand a
-  // region's flags to modify_qp (pyverbs' ODP tests do) pass it, and the
-  // kernel's drivers ignore it, so it is dropped here too.
-  a.qp_access_flags = attr->qp_access_flags & ~static_cast<unsigned>(IBV_ACCESS_ON_DEMAND);
+  a.qp_access_flags = attr->qp_access_flags;
   a.max_rd_atomic = attr->max_rd_atomic;
   a.max_dest_rd_atomic = attr->max_dest_rd_atomic;
   a.min_rnr_timer = attr->min_rnr_timer;
   a.timeout = attr->timeout;
   a.retry_cnt = attr->retry_cnt;
   a.rnr_retry = attr->rnr_retry;
-  if ((mask & am::kAccessFlags) &&
-      (attr->qp_access_flags &
-       ~static_cast<unsigned>(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-                              IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
-                              IBV_ACCESS_ON_DEMAND)))
-    return EINVAL;
-
-  uroce::verbs::AddressVector av;
-  if (mask & am::kAv) {
-    const ibv_ah_attr& ah = attr->ah_attr;
-    // RoCE addresses by GID: an address without a GRH has no IP address.
-    if (!ah.is_global || (ah.port_num != 0 && ah.port_num != 1)) return EINVAL;
-    av.sgid_index = ah.grh.sgid_index;
-    std::memcpy(av.dgid.data(), ah.grh.dgid.raw, 16);
-    av.hop_limit = ah.grh.hop_limit;
-    av.traffic_class = ah.grh.traffic_class;
-    av.flow_label = ah.grh.flow_label;
-  }
-  if (int rc = q->qp->modify(a, (mask & am::kAv) ? &av : nullptr, mask); rc != 0) return rc;
-  if (mask & am::kAv) {
-    q->av = av;
-    q->ah_attr = attr->ah_attr;
-  }
+  m.cur_state = static_cast<tp::QpState>(cur_state);
+  m.port_num = attr->port_num;
+  m.pkey_index = attr->pkey_index;
+  if (mask & am::kAv) m.av = to_av(attr->ah_attr);
+  if (int rc = q->qp->modify(m, mask); rc != 0) return rc;
+  if (mask & am::kAv) q->ah_attr = attr->ah_attr;
   if (mask & am::kState) qp->state = static_cast<ibv_qp_state>(state);
-  if ((mask & am::kState) && state == IBV_QPS_RESET) {
-    // A reset QP starts over: the completions it left in its CQs (the
-    // flushes of its error state) go too, as mlx5 and rxe clean them.
-    UCq* cqs[] = {to_u<UCq>(qp->send_cq), to_u<UCq>(qp->recv_cq)};
-    if (cqs[1] == cqs[0]) cqs[1] = nullptr;
-    for (UCq* cq : cqs) {
-      if (!cq) continue;
-      std::lock_guard lock(cq->poll_mu);
-      to_uctx(qp->context)->dev->engine().locked([&] { cq->ring->remove_qp(qp->qp_num); });
-    }
-  }
   return 0;
 }
 
@@ -377,10 +320,7 @@ int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr*
   UQp* q = to_u<UQp>(qp);
   tp::QpAttr a;
   tp::QpState state;
-  to_uctx(qp->context)->dev->engine().locked([&] {
-    a = q->qp->qp().attr();
-    state = q->qp->qp().state();
-  });
+  q->qp->query(&a, &state);
   std::memset(attr, 0, sizeof(*attr));
   attr->qp_state = static_cast<ibv_qp_state>(state);
   attr->cur_qp_state = attr->qp_state;
@@ -423,13 +363,9 @@ int ibv_destroy_qp(ibv_qp* qp) {
     }
     forget_async_events(c, qp);
   }
-  // ...and once it is detached from the engine no packet reaches it and
-  // nothing completes into its CQs any more.
-  q->qp.reset();
-  q->pd->users.fetch_sub(1);
-  q->send_cq->users.fetch_sub(1);
-  q->recv_cq->users.fetch_sub(1);
-  if (q->srq) q->srq->users.fetch_sub(1);
+  // ...and once it is destroyed no packet reaches it and nothing
+  // completes into its CQs any more.
+  uroce::verbs::QueuePair::destroy(q->qp);
   pthread_mutex_destroy(&qp->mutex);
   pthread_cond_destroy(&qp->cond);
   delete q;

@@ -43,7 +43,7 @@ void begin(ibv_qp_ex* qx, tp::WrOpcode op) {
 
 void wr_start(ibv_qp_ex* qx) {
   UQp* q = of(qx);
-  q->post_mu.lock();  // held until complete or abort: one batch at a time
+  q->qp->lock_send();  // held until complete or abort: one batch at a time
   q->wr_error = 0;
   q->wr_count = 0;
   q->wr_batch.clear();
@@ -61,11 +61,11 @@ int wr_complete(ibv_qp_ex* qx) {
                          static_cast<std::uint32_t>(b.inline_data.size()), 0};
       b.wr.num_sge = 1;
     }
-    rc = q->qp->qp().post_send(b.wr);
+    rc = q->qp->post_send_locked(b.wr);
   }
   q->wr_batch.clear();
-  q->post_mu.unlock();
-  to_uctx(qx->qp_base.context)->dev->progress().drive();
+  q->qp->unlock_send();
+  q->qp->doorbell();
   return rc;
 }
 
@@ -74,7 +74,7 @@ void wr_abort(ibv_qp_ex* qx) {
   UQp* q = of(qx);
   q->wr_count = 0;
   q->wr_batch.clear();
-  q->post_mu.unlock();
+  q->qp->unlock_send();
 }
 
 // What uroce does not offer still needs an entry: the ibv_wr_* inlines
@@ -194,14 +194,15 @@ void wr_set_inline_data(ibv_qp_ex* qx, void* addr, size_t length) {
 
 void wr_set_ud_addr(ibv_qp_ex* qx, ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey) {
   UQp* q = of(qx);
-  if (!ah || ours(ah->context) != ours(qx->qp_base.context)) {
-    q->wr_error = EINVAL;  // not an address handle of this device
+  if (!ah || !ours(ah->context)) {
+    q->wr_error = EINVAL;  // not an address handle of a uroce device
     return;
   }
-  tp::SendWr& w = q->wr_building;
-  w.ud.route = &to_u<UAh>(ah)->route;  // the transport copies it at post
-  w.ud.remote_qpn = remote_qpn;
-  w.ud.remote_qkey = remote_qkey;  // with the high bit, the transport uses the QP's own
+  // The transport copies the route at post.
+  if (int rc = q->qp->set_ud_destination(*to_u<UAh>(ah)->ah, remote_qpn, remote_qkey,
+                                         &q->wr_building);
+      rc != 0)
+    q->wr_error = rc;
 }
 
 }  // namespace

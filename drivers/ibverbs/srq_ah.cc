@@ -6,62 +6,45 @@
 
 #include "drivers/ibverbs/forward.h"
 #include "drivers/ibverbs/provider.h"
-#include "transport/limits.h"
 
 namespace uroce::ibverbs {
 
 namespace {
 
+static_assert(verbs::srq_attr::kMaxWr == IBV_SRQ_MAX_WR);
+static_assert(verbs::srq_attr::kLimit == IBV_SRQ_LIMIT);
+
 ibv_srq* create_srq(ibv_pd* pd, void* srq_context, const ibv_srq_attr& attr) {
-  if (attr.max_wr == 0 || attr.max_wr > transport::kMaxQpWr || attr.max_sge == 0 ||
-      attr.max_sge > transport::kMaxSge || attr.srq_limit > attr.max_wr) {
-    errno = EINVAL;
+  std::unique_ptr<verbs::Srq> srq;
+  if (int rc = verbs::Srq::create(pd_of(pd), attr.max_wr, attr.max_sge, attr.srq_limit, &srq);
+      rc != 0) {
+    errno = rc;
     return nullptr;
   }
   auto* s = new USrq();
-  s->rq = std::make_unique<SrqRing>(attr.max_wr, attr.max_sge);
-  s->rq->owner = &s->ibv;
-  s->pd = to_u<UPd>(pd);
-  s->max_wr = attr.max_wr;
-  s->max_sge = attr.max_sge;
-  s->rq->set_events(&ours(pd->context)->events);
-  s->rq->arm_limit(attr.srq_limit);
+  s->srq = std::move(srq);
+  s->srq->handle = &s->ibv;
   s->ibv.context = pd->context;
   s->ibv.srq_context = srq_context;
   s->ibv.pd = pd;
   pthread_mutex_init(&s->ibv.mutex, nullptr);
   pthread_cond_init(&s->ibv.cond, nullptr);
-  s->pd->users.fetch_add(1);
   return &s->ibv;
 }
 
-// A RoCE address: the GID is the IP address (IPv4-mapped for IPv4).
-int make_ah(ibv_pd* pd, const ibv_ah_attr& attr, ibv_ah** out) {
-  UContext* c = ours(pd->context);
-  if (!attr.is_global || (attr.port_num != 0 && attr.port_num != 1)) return EINVAL;
-  uroce::verbs::AddressVector av;
-  av.sgid_index = attr.grh.sgid_index;
-  std::memcpy(av.dgid.data(), attr.grh.dgid.raw, 16);
-  av.hop_limit = attr.grh.hop_limit;
-  av.traffic_class = attr.grh.traffic_class;
-  av.flow_label = attr.grh.flow_label;
-  auto* a = new UAh();
-  // The UDP source port of a UD flow comes from the QPNs, which an AH
-  // does not know; the source QPN alone would do, but 0 keeps one flow
-  // per destination as rxe does for UD.
-  if (int rc = c->dev->resolve(av, 0, 0, &a->route); rc != 0) {
-    delete a;
-    return rc;
-  }
-  a->pd = to_u<UPd>(pd);
-  a->ibv.context = pd->context;
-  a->ibv.pd = pd;
-  a->pd->users.fetch_add(1);
-  *out = &a->ibv;
-  return 0;
-}
-
 }  // namespace
+
+verbs::AddressVector to_av(const ibv_ah_attr& ah) {
+  verbs::AddressVector av;
+  av.has_grh = ah.is_global != 0;
+  av.port_num = ah.port_num;
+  av.sgid_index = ah.grh.sgid_index;
+  std::memcpy(av.dgid.data(), ah.grh.dgid.raw, 16);
+  av.hop_limit = ah.grh.hop_limit;
+  av.traffic_class = ah.grh.traffic_class;
+  av.flow_label = ah.grh.flow_label;
+  return av;
+}
 
 ibv_srq* create_srq_ex(ibv_context* context, ibv_srq_init_attr_ex* attr) {
   const std::uint32_t need = IBV_SRQ_INIT_ATTR_PD;
@@ -97,33 +80,26 @@ ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* srq_init_attr) {
 int ibv_modify_srq(ibv_srq* srq, ibv_srq_attr* srq_attr, int srq_attr_mask) {
   if (!srq || !ours(srq->context))
     UROCE_FORWARD(ibv_modify_srq, "IBVERBS_1.1", ENOSYS, srq, srq_attr, srq_attr_mask);
-  USrq* s = to_u<USrq>(srq);
-  if (!srq_attr || (srq_attr_mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))) return EINVAL;
-  if (srq_attr_mask & IBV_SRQ_MAX_WR) return EOPNOTSUPP;  // the ring keeps its size
-  if (srq_attr_mask & IBV_SRQ_LIMIT) {
-    if (srq_attr->srq_limit > s->max_wr) return EINVAL;
-    s->rq->arm_limit(srq_attr->srq_limit);
-  }
-  return 0;
+  if (!srq_attr) return EINVAL;
+  return to_u<USrq>(srq)->srq->modify(srq_attr_mask, srq_attr->max_wr, srq_attr->srq_limit);
 }
 
 int ibv_query_srq(ibv_srq* srq, ibv_srq_attr* srq_attr) {
   if (!srq || !ours(srq->context))
     UROCE_FORWARD(ibv_query_srq, "IBVERBS_1.1", ENOSYS, srq, srq_attr);
-  USrq* s = to_u<USrq>(srq);
   if (!srq_attr) return EINVAL;
-  srq_attr->max_wr = s->max_wr;
-  srq_attr->max_sge = s->max_sge;
-  srq_attr->srq_limit = s->rq->limit();
+  const uroce::verbs::Srq& s = *to_u<USrq>(srq)->srq;
+  srq_attr->max_wr = s.max_wr();
+  srq_attr->max_sge = s.max_sge();
+  srq_attr->srq_limit = s.limit();
   return 0;
 }
 
 int ibv_destroy_srq(ibv_srq* srq) {
   if (!srq || !ours(srq->context)) UROCE_FORWARD(ibv_destroy_srq, "IBVERBS_1.1", ENOSYS, srq);
   USrq* s = to_u<USrq>(srq);
-  if (s->users.load() != 0) return EBUSY;
+  if (int rc = uroce::verbs::Srq::destroy(s->srq); rc != 0) return rc;
   forget_async_events(ours(srq->context), srq);
-  s->pd->users.fetch_sub(1);
   pthread_mutex_destroy(&srq->mutex);
   pthread_cond_destroy(&srq->cond);
   delete s;
@@ -132,22 +108,26 @@ int ibv_destroy_srq(ibv_srq* srq) {
 
 ibv_ah* ibv_create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
   if (!pd || !ours(pd->context)) UROCE_FORWARD(ibv_create_ah, "IBVERBS_1.1", nullptr, pd, attr);
-  ibv_ah* ah = nullptr;
   if (!attr) {
     errno = EINVAL;
     return nullptr;
   }
-  if (int rc = make_ah(pd, *attr, &ah); rc != 0) {
+  std::unique_ptr<uroce::verbs::Ah> ah;
+  if (int rc = uroce::verbs::Ah::create(pd_of(pd), to_av(*attr), &ah); rc != 0) {
     errno = rc;
     return nullptr;
   }
-  return ah;
+  auto* a = new UAh();
+  a->ah = std::move(ah);
+  a->ibv.context = pd->context;
+  a->ibv.pd = pd;
+  return &a->ibv;
 }
 
 int ibv_destroy_ah(ibv_ah* ah) {
   if (!ah || !ours(ah->context)) UROCE_FORWARD(ibv_destroy_ah, "IBVERBS_1.1", ENOSYS, ah);
   UAh* a = to_u<UAh>(ah);
-  a->pd->users.fetch_sub(1);
+  uroce::verbs::Ah::destroy(a->ah);
   delete a;
   return 0;
 }

@@ -14,8 +14,13 @@
 #include "engine/engine.h"
 #include "transport/limits.h"
 #include "transport/random.h"
+#include "verbs/ah.h"
+#include "verbs/cq.h"
 #include "verbs/device.h"
+#include "verbs/mr.h"
+#include "verbs/pd.h"
 #include "verbs/queue_pair.h"
+#include "verbs/srq.h"
 
 namespace uroce {
 
@@ -82,40 +87,34 @@ const char* to_string(WcStatus s) {
 
 // --- Impl structs ----------------------------------------------------------
 
+// A Device is one verbs context on its device: every object it makes
+// belongs to it.
 struct Device::Impl {
   std::unique_ptr<verbs::Device> dev;
-  std::atomic<verbs::PdId> next_pd{1};
+  std::unique_ptr<verbs::Context> ctx;  // after dev: destroyed first
 };
 
 struct ProtectionDomain::Impl {
-  verbs::Device* dev = nullptr;
-  verbs::PdId id = 0;
+  std::unique_ptr<verbs::Pd> pd;
 };
 
 struct MemoryRegion::Impl {
-  verbs::Device* dev = nullptr;
-  verbs::MrInfo keys;
-  void* addr = nullptr;
-  std::size_t length = 0;
+  std::unique_ptr<verbs::Mr> mr;
 };
 
 struct CompletionQueue::Impl {
-  Impl(verbs::Device* d, std::uint32_t depth) : dev(d), cq(depth) {}
-  verbs::Device* dev;
-  tp::Cq cq;
+  std::unique_ptr<verbs::Cq> cq;
 };
 
 struct SharedReceiveQueue::Impl {
-  Impl(std::uint32_t max_wr, std::uint32_t max_sge) : rq(max_wr, max_sge) {}
-  tp::RecvQueue rq;
+  std::unique_ptr<verbs::Srq> srq;
 };
 
 struct AddressHandle::Impl {
-  wire::RoceRoute route;
+  std::unique_ptr<verbs::Ah> ah;
 };
 
 struct QueuePair::Impl {
-  verbs::Device* dev = nullptr;
   std::unique_ptr<verbs::QueuePair> qp;
   std::uint32_t psn = 0;
 };
@@ -170,6 +169,7 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& confi
   }
   auto impl = std::make_unique<Impl>();
   impl->dev = std::move(dev);
+  impl->ctx = std::make_unique<verbs::Context>(*impl->dev, nullptr);
   return std::unique_ptr<Device>(new Device(std::move(impl)));
 }
 
@@ -199,17 +199,16 @@ PortInfo Device::port() const {
 
 std::unique_ptr<ProtectionDomain> Device::alloc_pd() {
   auto impl = std::make_unique<ProtectionDomain::Impl>();
-  impl->dev = impl_->dev.get();
-  impl->id = impl_->next_pd.fetch_add(1);
+  impl->pd = verbs::Pd::create(*impl_->ctx);
   return std::unique_ptr<ProtectionDomain>(new ProtectionDomain(std::move(impl)));
 }
 
 std::unique_ptr<CompletionQueue> Device::create_cq(std::uint32_t depth, int* err) {
-  if (depth == 0 || depth > impl_->dev->attr().max_cqe) {
-    set(err, EINVAL);
+  auto impl = std::make_unique<CompletionQueue::Impl>();
+  if (int rc = verbs::Cq::create(*impl_->ctx, depth, nullptr, 0, &impl->cq); rc != 0) {
+    set(err, rc);
     return nullptr;
   }
-  auto impl = std::make_unique<CompletionQueue::Impl>(impl_->dev.get(), depth);
   return std::unique_ptr<CompletionQueue>(new CompletionQueue(std::move(impl)));
 }
 
@@ -238,15 +237,12 @@ CompletionQueue::~CompletionQueue() = default;
 std::size_t CompletionQueue::poll(std::span<Completion> out) {
   tp::Wc buf[32];
   std::size_t got = 0;
-  for (int attempt = 0; attempt < 2 && got == 0; ++attempt) {
-    if (attempt == 1) impl_->dev->progress().drive();  // empty: move the datapath, look again
-    while (got < out.size()) {
-      const auto want = static_cast<std::uint32_t>(std::min<std::size_t>(out.size() - got, 32));
-      const std::uint32_t n = impl_->cq.poll(buf, want);
-      for (std::uint32_t i = 0; i < n; ++i) out[got + i] = from_wc(buf[i]);
-      got += n;
-      if (n < want) break;
-    }
+  while (got < out.size()) {
+    const auto want = static_cast<std::uint32_t>(std::min<std::size_t>(out.size() - got, 32));
+    const std::uint32_t n = impl_->cq->poll(buf, want);  // drives the engine when empty
+    for (std::uint32_t i = 0; i < n; ++i) out[got + i] = from_wc(buf[i]);
+    got += n;
+    if (n < want) break;
   }
   return got;
 }
@@ -263,11 +259,11 @@ std::optional<Completion> CompletionQueue::wait(std::chrono::milliseconds timeou
 // --- MemoryRegion -----------------------------------------------------------
 
 MemoryRegion::MemoryRegion(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-MemoryRegion::~MemoryRegion() { impl_->dev->mrs().dereg(impl_->keys.lkey); }
-std::uint32_t MemoryRegion::lkey() const { return impl_->keys.lkey; }
-std::uint32_t MemoryRegion::rkey() const { return impl_->keys.rkey; }
-void* MemoryRegion::addr() const { return impl_->addr; }
-std::size_t MemoryRegion::length() const { return impl_->length; }
+MemoryRegion::~MemoryRegion() { verbs::Mr::destroy(impl_->mr); }
+std::uint32_t MemoryRegion::lkey() const { return impl_->mr->lkey(); }
+std::uint32_t MemoryRegion::rkey() const { return impl_->mr->rkey(); }
+void* MemoryRegion::addr() const { return impl_->mr->addr(); }
+std::size_t MemoryRegion::length() const { return impl_->mr->length(); }
 
 // --- SharedReceiveQueue, AddressHandle ---------------------------------------
 
@@ -277,9 +273,8 @@ SharedReceiveQueue::~SharedReceiveQueue() = default;
 int SharedReceiveQueue::post_recv(const RecvWr& wr) {
   tp::RecvWr r;
   r.wr_id = wr.wr_id;
-  if (int rc = copy_sges(wr.sges, impl_->rq.max_sge(), r.sg_list.data(), &r.num_sge); rc != 0)
-    return rc;
-  return impl_->rq.post(r);
+  if (int rc = copy_sges(wr.sges, tp::kMaxSge, r.sg_list.data(), &r.num_sge); rc != 0) return rc;
+  return impl_->srq->post_recv(r);
 }
 
 AddressHandle::AddressHandle(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -293,15 +288,12 @@ ProtectionDomain::~ProtectionDomain() = default;
 std::unique_ptr<MemoryRegion> ProtectionDomain::reg_mr(void* addr, std::size_t length, unsigned acc,
                                                        int* err) {
   auto impl = std::make_unique<MemoryRegion::Impl>();
-  impl->dev = impl_->dev;
-  impl->addr = addr;
-  impl->length = length;
   if (acc & ~access::kAll) {
     set(err, EINVAL);
     return nullptr;
   }
   const auto iova = reinterpret_cast<std::uint64_t>(addr);
-  if (int rc = impl_->dev->mrs().reg(impl_->id, addr, length, iova, acc, &impl->keys); rc != 0) {
+  if (int rc = verbs::Mr::reg(*impl_->pd, addr, length, iova, acc, &impl->mr); rc != 0) {
     set(err, rc);
     return nullptr;
   }
@@ -322,11 +314,10 @@ std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInit& init, int* 
   caps.max_inline_data = init.max_inline_data;
   caps.sq_sig_all = init.sq_sig_all;
   auto impl = std::make_unique<QueuePair::Impl>();
-  impl->dev = impl_->dev;
   impl->psn = tp::secure_random_psn();
-  if (int rc = verbs::QueuePair::create(
-          *impl_->dev, impl_->id, caps, &init.send_cq->impl_->cq, &init.recv_cq->impl_->cq,
-          init.srq ? &init.srq->impl_->rq : nullptr, nullptr, &impl->qp);
+  if (int rc = verbs::QueuePair::create(*impl_->pd, caps, *init.send_cq->impl_->cq,
+                                        *init.recv_cq->impl_->cq,
+                                        init.srq ? init.srq->impl_->srq.get() : nullptr, &impl->qp);
       rc != 0) {
     set(err, rc);
     return nullptr;
@@ -336,11 +327,11 @@ std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInit& init, int* 
 
 std::unique_ptr<SharedReceiveQueue> ProtectionDomain::create_srq(std::uint32_t max_wr,
                                                                  std::uint32_t max_sge, int* err) {
-  if (max_wr == 0 || max_wr > tp::kMaxQpWr || max_sge == 0 || max_sge > tp::kMaxSge) {
-    set(err, EINVAL);
+  auto impl = std::make_unique<SharedReceiveQueue::Impl>();
+  if (int rc = verbs::Srq::create(*impl_->pd, max_wr, max_sge, 0, &impl->srq); rc != 0) {
+    set(err, rc);
     return nullptr;
   }
-  auto impl = std::make_unique<SharedReceiveQueue::Impl>(max_wr, max_sge);
   return std::unique_ptr<SharedReceiveQueue>(new SharedReceiveQueue(std::move(impl)));
 }
 
@@ -350,7 +341,7 @@ std::unique_ptr<AddressHandle> ProtectionDomain::create_ah(const Gid& dgid, std:
   av.sgid_index = sgid_index;
   av.dgid = dgid.raw;
   auto impl = std::make_unique<AddressHandle::Impl>();
-  if (int rc = impl_->dev->resolve(av, 0, 0, &impl->route); rc != 0) {
+  if (int rc = verbs::Ah::create(*impl_->pd, av, &impl->ah); rc != 0) {
     set(err, rc);
     return nullptr;
   }
@@ -361,7 +352,7 @@ std::unique_ptr<AddressHandle> ProtectionDomain::create_ah(const Gid& dgid, std:
 
 QueuePair::QueuePair(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 QueuePair::~QueuePair() = default;
-std::uint32_t QueuePair::qpn() const { return impl_->qp->qp().qpn(); }
+std::uint32_t QueuePair::qpn() const { return impl_->qp->qpn(); }
 std::uint32_t QueuePair::psn() const { return impl_->psn; }
 QpState QueuePair::state() const { return static_cast<QpState>(impl_->qp->qp().state()); }
 
@@ -369,39 +360,38 @@ int QueuePair::connect(const Remote& peer, const ConnectOptions& o) {
   using namespace tp::attr_mask;
   verbs::QueuePair& q = *impl_->qp;
   const tp::QpType type = q.qp().type();
-  wire::Mtu mtu = impl_->dev->port_attr().active_mtu;
+  wire::Mtu mtu = q.pd().device().port_attr().active_mtu;
   if (o.path_mtu != 0) {
     const auto code = std::countr_zero(o.path_mtu) - 7;  // 256 -> 1 ... 4096 -> 5
     if (std::popcount(o.path_mtu) != 1 || !wire::mtu_from_code(static_cast<unsigned>(code)))
       return EINVAL;
     mtu = static_cast<wire::Mtu>(code);
   }
-  tp::QpAttr a;
+  verbs::QpModify m;
+  tp::QpAttr& a = m.attr;
   a.qp_state = tp::QpState::kInit;
   a.qp_access_flags = o.access;
   a.qkey = o.qkey;
   if (type == tp::QpType::kUd) {
-    if (int rc = q.modify(a, nullptr, kState | kPkeyIndex | kPort | kQkey); rc != 0) return rc;
+    if (int rc = q.modify(m, kState | kPkeyIndex | kPort | kQkey); rc != 0) return rc;
     a.qp_state = tp::QpState::kRtr;
-    if (int rc = q.modify(a, nullptr, kState); rc != 0) return rc;
+    if (int rc = q.modify(m, kState); rc != 0) return rc;
     a.qp_state = tp::QpState::kRts;
     a.sq_psn = impl_->psn;
-    return q.modify(a, nullptr, kState | kSqPsn);
+    return q.modify(m, kState | kSqPsn);
   }
   const bool rc_qp = type == tp::QpType::kRc;
-  if (int rc = q.modify(a, nullptr, kState | kPkeyIndex | kPort | kAccessFlags); rc != 0) return rc;
-  verbs::AddressVector av;
-  av.sgid_index = o.sgid_index;
-  av.dgid = peer.gid.raw;
+  if (int rc = q.modify(m, kState | kPkeyIndex | kPort | kAccessFlags); rc != 0) return rc;
+  m.av.sgid_index = o.sgid_index;
+  m.av.dgid = peer.gid.raw;
   a.qp_state = tp::QpState::kRtr;
   a.path_mtu = mtu;
   a.dest_qp_num = peer.qpn;
   a.rq_psn = peer.psn;
   a.max_dest_rd_atomic = o.max_dest_rd_atomic;
   a.min_rnr_timer = o.min_rnr_timer;
-  if (int rc = q.modify(a, &av,
-                        kState | kAv | kPathMtu | kDestQpn | kRqPsn |
-                            (rc_qp ? kMaxDestRdAtomic | kMinRnrTimer : 0));
+  if (int rc = q.modify(m, kState | kAv | kPathMtu | kDestQpn | kRqPsn |
+                               (rc_qp ? kMaxDestRdAtomic | kMinRnrTimer : 0));
       rc != 0)
     return rc;
   a.qp_state = tp::QpState::kRts;
@@ -410,9 +400,8 @@ int QueuePair::connect(const Remote& peer, const ConnectOptions& o) {
   a.retry_cnt = o.retry_cnt;
   a.rnr_retry = o.rnr_retry;
   a.max_rd_atomic = o.max_rd_atomic;
-  return q.modify(
-      a, nullptr,
-      kState | kSqPsn | (rc_qp ? kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic : 0));
+  return q.modify(m,
+                  kState | kSqPsn | (rc_qp ? kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic : 0));
 }
 
 int QueuePair::post_send(const SendWr& wr) {
@@ -427,12 +416,12 @@ int QueuePair::post_send(const SendWr& wr) {
   w.compare_add = wr.compare_add;
   w.swap = wr.swap;
   if (wr.ah) {
-    w.ud.route = &wr.ah->impl_->route;
-    w.ud.remote_qpn = wr.remote_qpn;
-    w.ud.remote_qkey = wr.remote_qkey;
+    if (int rc = impl_->qp->set_ud_destination(*wr.ah->impl_->ah, wr.remote_qpn, wr.remote_qkey, &w);
+        rc != 0)
+      return rc;
   }
-  const int rc = impl_->qp->qp().post_send(w);
-  impl_->dev->progress().drive();  // let it out now if the engine is free
+  const int rc = impl_->qp->post_send(w);
+  impl_->qp->doorbell();  // let it out now if the engine is free
   return rc;
 }
 
@@ -440,7 +429,7 @@ int QueuePair::post_recv(const RecvWr& wr) {
   tp::RecvWr r;
   r.wr_id = wr.wr_id;
   if (int rc = copy_sges(wr.sges, tp::kMaxSge, r.sg_list.data(), &r.num_sge); rc != 0) return rc;
-  return impl_->qp->qp().post_recv(r);
+  return impl_->qp->post_recv(r);
 }
 
 std::vector<Counter> QueuePair::counters() const { return qp_counters(impl_->qp->qp()); }

@@ -56,6 +56,11 @@ class Port {
   /// Link speed in Mb/s, 0 when unknown.
   virtual std::uint32_t speed_mbps() const = 0;
 
+  /// Called once on a thread that will poll the port (the device's poll
+  /// thread), before it does: DPDK ports make it an EAL thread there, for
+  /// per-thread mempool caches.
+  virtual void attach_thread() {}
+
   /// Hands PFC of the priorities in `lossless` to the NIC, which then
   /// pauses its partner at its own buffer's thresholds and honours the
   /// partner's pauses (rte_eth_dev_priority_flow_ctrl_set). Returns 0, or

@@ -13,6 +13,22 @@ CompletionChannel::CompletionChannel() : fd_(eventfd(0, EFD_CLOEXEC | EFD_SEMAPH
 
 CompletionChannel::~CompletionChannel() {
   if (fd_ >= 0) close(fd_);
+  if (ctx_) ctx_->objects().release();
+}
+
+int CompletionChannel::create(Context& ctx, std::unique_ptr<CompletionChannel>* out) {
+  auto ch = std::make_unique<CompletionChannel>();
+  if (ch->fd_ < 0) return EMFILE;
+  ch->ctx_ = &ctx;
+  ctx.objects().acquire();
+  *out = std::move(ch);
+  return 0;
+}
+
+int CompletionChannel::destroy(std::unique_ptr<CompletionChannel>& ch) {
+  if (ch->users_.busy()) return EBUSY;
+  ch.reset();
+  return 0;
 }
 
 void CompletionChannel::notify(transport::Cq& cq) {

@@ -8,14 +8,23 @@
 
 #include <chrono>
 #include <deque>
+#include <memory>
 #include <mutex>
 
 #include "transport/cq.h"
+#include "verbs/context.h"
+#include "verbs/use_count.h"
 
 namespace uroce::verbs {
 
 class CompletionChannel : public transport::CqNotifier {
  public:
+  /// A channel of `ctx`. EMFILE when no descriptor is left.
+  static int create(Context& ctx, std::unique_ptr<CompletionChannel>* out);
+  /// EBUSY while CQs notify it.
+  static int destroy(std::unique_ptr<CompletionChannel>& ch);
+
+  /// A channel of no context (the tests' own).
   CompletionChannel();
   ~CompletionChannel() override;
   CompletionChannel(const CompletionChannel&) = delete;
@@ -34,7 +43,12 @@ class CompletionChannel : public transport::CqNotifier {
   /// Called by the engine thread when an armed CQ completes.
   void notify(transport::Cq& cq) override;
 
+  Context* context() const { return ctx_; }
+  UseCount& users() { return users_; }
+
  private:
+  Context* ctx_ = nullptr;
+  UseCount users_;
   int fd_ = -1;  ///< eventfd in semaphore mode: one read per event
   std::mutex mu_;
   std::deque<transport::Cq*> events_;

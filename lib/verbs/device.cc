@@ -8,12 +8,15 @@
 #include <cstdlib>
 #include <thread>
 
-#include "dpdk/eal.h"
 #include "log/log.h"
 #include "pfc/classify.h"
 #include "stats/stats_server.h"
 #include "transport/limits.h"
 #include "transport/random.h"
+#include "verbs/dm.h"
+#include "verbs/mr.h"
+#include "verbs/pd.h"
+#include "verbs/port_driver.h"
 
 namespace uroce::verbs {
 
@@ -35,31 +38,24 @@ std::array<std::uint8_t, 8> eui64(const wire::MacAddr& m) {
 }  // namespace
 
 std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c, std::string* error) {
-  // EAL starts once per process and probes its devices then: hand it
-  // every configured device's port, not only this one's.
-  dpdk::EalOptions eal;
-  eal.devices = {dc.port};
-  eal.hugepages = dc.hugepages;
-  for (const DeviceConfig& other : c.devices) {
-    if (other.port == dc.port) continue;
-    eal.devices.push_back(other.port);
-    eal.hugepages = eal.hugepages || other.hugepages;
-  }
-  eal.memory_mb = c.eal_memory_mb;
-  eal.args = c.eal_args;
-  if (auto err = dpdk::eal_init(eal); !err.empty()) {
-    *error = dc.name + ": " + err;
+  const PortDriver* driver = find_port_driver(dc);
+  if (!driver) {
+    *error = dc.name + ": no port driver for '" + dc.port + "'";
     return nullptr;
   }
-  std::unique_ptr<Device> d(new Device());
-  d->cfg_ = dc;
-  dpdk::PortOptions po;
-  po.mtu = dc.mtu != 0 ? dc.mtu : dpdk::af_packet_link_mtu(dc.port);
-  d->port_ = dpdk::DpdkPort::open(dc.port, po, error);
-  if (!d->port_) {
+  std::unique_ptr<engine::Port> port = driver->open(dc, c, error);
+  if (!port) {
     *error = dc.name + ": " + *error;
     return nullptr;
   }
+  return open(dc, c, std::move(port), error);
+}
+
+std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c,
+                                     std::unique_ptr<engine::Port> port, std::string* error) {
+  std::unique_ptr<Device> d(new Device());
+  d->cfg_ = dc;
+  d->port_ = std::move(port);
   const wire::MacAddr mac = d->port_->mac();
   // Programs check the port once, right after opening (perftest refuses a
   // port that is down): give a link that needs its peer (memif) time.
@@ -111,25 +107,17 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c, st
   if (c.dcqcn.enabled) d->np_.emplace(d->dcqcn_);
   d->link_was_up_ = d->port_->link_up();
   Device* self = d.get();
-  d->poller_ = std::make_unique<engine::PollThread>(*d->engine_, [self] {
-    // The poll thread's first housekeeping makes it an EAL thread, for
-    // per-thread mempool caches; the registration ends with the thread.
-    static thread_local const dpdk::ThreadRegistration lcore;
+  engine::Port* p = d->port_.get();
+  d->poller_ = std::make_unique<engine::PollThread>(*d->engine_, [self, p] {
+    // The port learns of the thread that polls it before it polls (DPDK
+    // ports make it an EAL thread, for per-thread mempool caches).
+    static thread_local const bool attached = (p->attach_thread(), true);
+    (void)attached;
     self->watch_link();
   });
 
-  DeviceAttr& a = d->attr_;
-  for (std::uint8_t b : id) a.node_guid = a.node_guid << 8 | b;
-  a.max_mr_size = transport::kMaxMessageSize;
-  a.max_qp = 1u << 16;
-  a.max_qp_wr = transport::kMaxQpWr;
-  a.max_sge = transport::kMaxSge;
-  a.max_cqe = 1u << 20;
-  a.max_mr = MrTable::kMaxMr - 1;
-  a.max_qp_rd_atom = transport::kMaxRdAtomic;
-  a.max_qp_init_rd_atom = transport::kMaxRdAtomic;
-  a.max_inline_data = transport::kMaxInlineData;
-  a.max_dm_size = transport::kMaxDmSize;
+  // Every limit comes from verbs/limits.h; the identity from the port.
+  for (std::uint8_t b : id) d->attr_.node_guid = d->attr_.node_guid << 8 | b;
   if (auto* server = stats::StatsServer::instance()) {
     d->stats_handle_ = server->add(dc.name, [self](std::string& out) { self->write_stats(out); });
   }
@@ -271,8 +259,58 @@ void Device::free_qpn(std::uint32_t qpn) {
   qpns_.erase(std::remove(qpns_.begin(), qpns_.end(), qpn), qpns_.end());
 }
 
+void Device::remember(Pd& pd) {
+  std::lock_guard lock(handles_mu_);
+  pds_[pd.id()] = &pd;
+}
+void Device::remember(Mr& mr) {
+  std::lock_guard lock(handles_mu_);
+  mrs_by_handle_[mr.lkey()] = &mr;
+}
+void Device::remember(Dm& dm) {
+  std::lock_guard lock(handles_mu_);
+  dms_[dm.handle()] = &dm;
+}
+
+namespace {
+template <typename T>
+void erase_if_is(std::unordered_map<std::uint32_t, T*>& m, std::uint32_t handle, const T* obj) {
+  if (const auto it = m.find(handle); it != m.end() && it->second == obj) m.erase(it);
+}
+template <typename T>
+int with(std::mutex& mu, std::unordered_map<std::uint32_t, T*>& m, std::uint32_t handle,
+         const std::function<int(T*)>& fn) {
+  std::lock_guard lock(mu);
+  const auto it = m.find(handle);
+  return fn(it == m.end() ? nullptr : it->second);
+}
+}  // namespace
+
+void Device::forget(Pd& pd) {
+  std::lock_guard lock(handles_mu_);
+  erase_if_is(pds_, pd.id(), &pd);
+}
+void Device::forget(Mr& mr) {
+  std::lock_guard lock(handles_mu_);
+  erase_if_is(mrs_by_handle_, mr.lkey(), &mr);
+}
+void Device::forget(Dm& dm) {
+  std::lock_guard lock(handles_mu_);
+  erase_if_is(dms_, dm.handle(), &dm);
+}
+int Device::with_pd(std::uint32_t handle, const std::function<int(Pd*)>& fn) {
+  return with(handles_mu_, pds_, handle, fn);
+}
+int Device::with_mr(std::uint32_t handle, const std::function<int(Mr*)>& fn) {
+  return with(handles_mu_, mrs_by_handle_, handle, fn);
+}
+int Device::with_dm(std::uint32_t handle, const std::function<int(Dm*)>& fn) {
+  return with(handles_mu_, dms_, handle, fn);
+}
+
 int Device::resolve(const AddressVector& av, std::uint32_t src_qpn, std::uint32_t dst_qpn,
                     wire::RoceRoute* out) {
+  if (!av.has_grh || (av.port_num != 0 && av.port_num != 1)) return EINVAL;
   if (av.sgid_index >= gids_.size()) return EINVAL;
   wire::IpAddr dst;
   dst.bytes = av.dgid;
@@ -292,18 +330,6 @@ int Device::resolve(const AddressVector& av, std::uint32_t src_qpn, std::uint32_
   out->flow_label = av.flow_label;
   out->udp_sport = wire::roce_udp_sport(src_qpn, dst_qpn);
   return 0;
-}
-
-int Device::modify_qp(transport::Qp& qp, transport::QpAttr attr, const AddressVector* av,
-                      unsigned mask) {
-  if (mask & transport::attr_mask::kAv) {
-    if (!av) return EINVAL;
-    // The destination QPN is part of the flow's UDP source port.
-    const std::uint32_t dst_qpn =
-        (mask & transport::attr_mask::kDestQpn) ? attr.dest_qp_num : qp.attr().dest_qp_num;
-    if (int rc = resolve(*av, qp.qpn(), dst_qpn, &attr.route); rc != 0) return rc;
-  }
-  return engine_->locked([&] { return qp.modify(attr, mask, engine::now_ns()); });
 }
 
 }  // namespace uroce::verbs

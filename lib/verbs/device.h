@@ -1,55 +1,41 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #pragma once
 
-// A uroce device: one DPDK port with its engine and poll thread, its GID
-// table, memory regions and queue pairs. What ibv_open_device opens.
+// A uroce device: a port with its engine and poll thread, its GID table,
+// the QPN space, the memory region table and device memory, and the
+// counters of it all. What ibv_open_device opens; the objects programs
+// make on it (verbs/pd.h, mr.h, cq.h, srq.h, ah.h, dm.h, queue_pair.h)
+// belong to a context of it (verbs/context.h).
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "cc/qp_congestion.h"
-#include "dpdk/dpdk_port.h"
 #include "engine/engine.h"
 #include "engine/poll_thread.h"
-#include "transport/limits.h"
+#include "engine/port.h"
 #include "transport/qp.h"
 #include "uroce/config.h"
+#include "verbs/address_vector.h"
 #include "verbs/device_memory.h"
+#include "verbs/limits.h"
 #include "verbs/mr_table.h"
 
 namespace uroce::verbs {
 
-/// Device attributes, from transport/limits.h (ibv_device_attr's subset).
-struct DeviceAttr {
-  std::uint64_t node_guid = 0;  ///< EUI-64 of the port's MAC
-  /// uroce has no IEEE OUI and claims no vendor's: 0xFFFFFF, as rxe
-  /// reports, since 0 reads as "no device" to some tools and tests.
-  std::uint32_t vendor_id = 0xFFFFFF;
-  std::uint32_t vendor_part_id = 0;
-  std::uint64_t max_mr_size = 0;
-  std::uint32_t max_qp = 0;
-  std::uint32_t max_qp_wr = 0;
-  std::uint32_t max_sge = 0;
-  std::uint32_t max_cqe = 0;
-  std::uint32_t max_mr = 0;
-  std::uint32_t max_qp_rd_atom = 0;
-  std::uint32_t max_qp_init_rd_atom = 0;
-  std::uint32_t max_inline_data = 0;
-  std::uint64_t max_dm_size = 0;  ///< device memory, all allocations together
-};
+class Pd;
+class Mr;
+class Dm;
 
 enum class PortState : std::uint8_t { kDown = 1, kActive = 4 };  // IBV_PORT_*
-
-/// Entries in the port's GID table: the link-local GID, one per address,
-/// the rest unused (zero from ibv_query_gid, ENODATA from
-/// ibv_query_gid_ex), as a NIC's table has room to spare.
-inline constexpr std::uint32_t kGidTableLen = 16;
 
 struct PortAttr {
   PortState state = PortState::kDown;
@@ -59,19 +45,15 @@ struct PortAttr {
   std::uint32_t speed_mbps = 0;
 };
 
-/// Where an RC/UC QP's packets go (ibv_ah_attr's RoCE part).
-struct AddressVector {
-  std::uint8_t sgid_index = 0;
-  std::array<std::uint8_t, 16> dgid{};
-  std::uint8_t hop_limit = 64;
-  std::uint8_t traffic_class = 0;
-  std::uint32_t flow_label = 0;
-};
-
 class Device {
  public:
-  /// Opens the device `dc` describes: EAL (once per process), its port,
-  /// the engine and its poll thread. Null with *error on failure.
+  /// Opens the device `dc` describes on `port` (which a port driver
+  /// opened: verbs/port_driver.h), with its engine and poll thread. Null
+  /// with *error on failure.
+  static std::unique_ptr<Device> open(const DeviceConfig& dc, const Config& c,
+                                      std::unique_ptr<engine::Port> port, std::string* error);
+  /// The same on the port the configuration names, opened by the driver
+  /// that claims it.
   static std::unique_ptr<Device> open(const DeviceConfig& dc, const Config& c, std::string* error);
   ~Device();
 
@@ -96,10 +78,30 @@ class Device {
   /// A new QP number, unpredictable and unused on this device.
   std::uint32_t alloc_qpn();
   void free_qpn(std::uint32_t qpn);
+  /// PD ids and device memory handles, device-wide: every context of the
+  /// device shares its memory region table, which checks PD ids.
+  std::uint32_t alloc_pd_id() { return next_pd_.fetch_add(1, std::memory_order_relaxed); }
+  std::uint32_t alloc_dm_handle() { return next_dm_.fetch_add(1, std::memory_order_relaxed); }
+
+  /// The device's PDs, regions and device memory by handle (PD id, lkey,
+  /// DM handle), for another context of the device to import
+  /// (ibv_import_pd/mr/dm). The objects enter and leave themselves.
+  void remember(Pd& pd);
+  void remember(Mr& mr);
+  void remember(Dm& dm);
+  void forget(Pd& pd);
+  void forget(Mr& mr);
+  void forget(Dm& dm);
+  /// Calls fn on the object behind `handle` (or with null), holding the
+  /// registry so the object cannot go meanwhile.
+  int with_pd(std::uint32_t handle, const std::function<int(Pd*)>& fn);
+  int with_mr(std::uint32_t handle, const std::function<int(Mr*)>& fn);
+  int with_dm(std::uint32_t handle, const std::function<int(Dm*)>& fn);
 
   /// The route (Ethernet/IP/UDP template) an address vector describes,
-  /// resolving the peer's MAC with ARP; EINVAL for a bad GID index,
-  /// EHOSTUNREACH when the peer does not answer.
+  /// resolving the peer's MAC with ARP; EINVAL for an address without a
+  /// GRH, another port, a bad GID index or a source and destination of
+  /// different families; EHOSTUNREACH when the peer does not answer.
   int resolve(const AddressVector& av, std::uint32_t src_qpn, std::uint32_t dst_qpn,
               wire::RoceRoute* out);
 
@@ -124,10 +126,6 @@ class Device {
   /// "port"), as the QP goes away.
   void retire_qp_counters(const transport::Counters& c);
 
-  /// modify_qp: resolves the address vector (kAv in mask), then moves the
-  /// QP while holding the engine.
-  int modify_qp(transport::Qp& qp, transport::QpAttr attr, const AddressVector* av, unsigned mask);
-
  private:
   Device() = default;
   DeviceConfig cfg_;
@@ -136,13 +134,19 @@ class Device {
   cc::Counters cc_counters_;
   DeviceAttr attr_;
   std::vector<wire::IpAddr> gids_;
-  std::unique_ptr<dpdk::DpdkPort> port_;
+  std::unique_ptr<engine::Port> port_;
   std::unique_ptr<engine::Engine> engine_;
   std::unique_ptr<engine::PollThread> poller_;
   MrTable mrs_{[this] { engine_->locked([] {}); }};
   DmPool dm_{transport::kMaxDmSize};
   std::mutex qpn_mu_;
   std::vector<std::uint32_t> qpns_;
+  std::atomic<std::uint32_t> next_pd_{1};
+  std::atomic<std::uint32_t> next_dm_{1};
+  std::mutex handles_mu_;
+  std::unordered_map<std::uint32_t, Pd*> pds_;
+  std::unordered_map<std::uint32_t, Mr*> mrs_by_handle_;
+  std::unordered_map<std::uint32_t, Dm*> dms_;
   int stats_handle_ = 0;
   std::mutex retired_mu_;
   std::array<std::uint64_t, transport::Counters::kSize> retired_{};

@@ -12,11 +12,11 @@ namespace uroce::verbs {
 using transport::MemError;
 using transport::MemRef;
 
-MrTable::MrTable(std::function<void()> quiesce) : entries_(kMaxMr), quiesce_(std::move(quiesce)) {
-  free_.reserve(kMaxMr);
+MrTable::MrTable(std::function<void()> quiesce) : entries_(kSlots), quiesce_(std::move(quiesce)) {
+  free_.reserve(kSlots);
   // Slot 0 is never used, so no key is 0; slots are handed out lowest
   // first.
-  for (std::uint32_t i = kMaxMr - 1; i >= 1; --i) free_.push_back(i);
+  for (std::uint32_t i = kSlots - 1; i >= 1; --i) free_.push_back(i);
 }
 
 int MrTable::reg(PdId pd, void* addr, std::uint64_t length, std::uint64_t iova, unsigned flags,
@@ -54,7 +54,7 @@ int MrTable::dereg(std::uint32_t lkey) {
   const std::uint32_t index = lkey >> 8;
   {
     std::lock_guard lock(mu_);
-    if (index == 0 || index >= kMaxMr) return EINVAL;
+    if (index == 0 || index >= kSlots) return EINVAL;
     const Entry& e = entries_[index];
     if (e.key.load() != lkey || e.mw_type != 0) return EINVAL;
     if (e.windows != 0) return EBUSY;  // windows bound to it would outlive it
@@ -71,7 +71,7 @@ int MrTable::dereg(std::uint32_t lkey) {
 int MrTable::rereg(std::uint32_t lkey, const Change& c) {
   namespace acc = transport::access;
   const std::uint32_t index = lkey >> 8;
-  if (index == 0 || index >= kMaxMr) return EINVAL;
+  if (index == 0 || index >= kSlots) return EINVAL;
   Entry& e = entries_[index];
   {
     std::lock_guard lock(mu_);
@@ -99,7 +99,7 @@ int MrTable::rereg(std::uint32_t lkey, const Change& c) {
 
 const MrTable::Entry* MrTable::find(PdId pd, std::uint32_t key) const {
   const std::uint32_t index = key >> 8;
-  if (index == 0 || index >= kMaxMr) return nullptr;
+  if (index == 0 || index >= kSlots) return nullptr;
   const Entry& e = entries_[index];
   if (e.key.load(std::memory_order_acquire) != key || e.pd != pd) return nullptr;
   return &e;
@@ -185,7 +185,7 @@ void MrTable::unbind(Entry& mw) {
 }
 
 int MrTable::dealloc_mw(std::uint32_t index, std::uint32_t id) {
-  if (index == 0 || index >= kMaxMr) return EINVAL;
+  if (index == 0 || index >= kSlots) return EINVAL;
   Entry& e = entries_[index];
   {
     std::lock_guard lock(mu_);
@@ -203,7 +203,7 @@ int MrTable::dealloc_mw(std::uint32_t index, std::uint32_t id) {
 
 bool MrTable::bind_mw(PdId pd, std::uint32_t qpn, const transport::MwBind& b) {
   namespace acc = transport::access;
-  if (b.mw_index == 0 || b.mw_index >= kMaxMr) return false;
+  if (b.mw_index == 0 || b.mw_index >= kSlots) return false;
   std::lock_guard lock(mu_);
   Entry& w = entries_[b.mw_index];
   if (w.key.load() == 0 || w.mw_type == 0 || w.mw_id != b.mw_id) return false;
@@ -247,7 +247,7 @@ bool MrTable::bind_mw(PdId pd, std::uint32_t qpn, const transport::MwBind& b) {
 
 bool MrTable::invalidate(PdId pd, std::uint32_t qpn, std::uint32_t rkey, bool remote) {
   const std::uint32_t index = rkey >> 8;
-  if (index == 0 || index >= kMaxMr) return false;
+  if (index == 0 || index >= kSlots) return false;
   std::lock_guard lock(mu_);
   Entry& w = entries_[index];
   if (w.key.load() != rkey || w.pd != pd) return false;

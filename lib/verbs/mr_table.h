@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "transport/memory.h"
+#include "verbs/limits.h"
 
 namespace uroce::verbs {
 
@@ -43,7 +44,7 @@ struct MrInfo {
 
 class MrTable {
  public:
-  static constexpr std::uint32_t kMaxMr = 1u << 14;
+  static constexpr std::uint32_t kSlots = kMaxMrSlots;  ///< slot 0 is never handed out
   /// The length of an implicit ODP region (with a null address), as
   /// libibverbs spells it: SIZE_MAX.
   static constexpr std::uint64_t kImplicitLength = UINT64_MAX;

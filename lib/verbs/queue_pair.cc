@@ -4,26 +4,45 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "transport/limits.h"
+#include "cc/qp_congestion.h"
+#include "verbs/access.h"
+#include "verbs/device.h"
 
 namespace uroce::verbs {
 
-int QueuePair::create(Device& dev, PdId pd, const QpCaps& caps, transport::Cq* send_cq,
-                      transport::Cq* recv_cq, transport::RecvQueue* srq,
-                      transport::EventSink* events, std::unique_ptr<QueuePair>* out) {
+QueuePair::QueuePair(Pd& pd, Cq& send_cq, Cq& recv_cq, Srq* srq)
+    : pd_(pd),
+      send_cq_(send_cq),
+      recv_cq_(recv_cq),
+      srq_(srq),
+      memory_(pd.device().mrs(), pd.id()) {
+  // Counted before the QP exists, so that a destroy racing with us sees
+  // them in use.
+  pd_.users().acquire();
+  send_cq_.users().acquire();
+  recv_cq_.users().acquire();
+  if (srq_) srq_->users().acquire();
+}
+
+int QueuePair::create(Pd& pd, const QpCaps& caps, Cq& send_cq, Cq& recv_cq, Srq* srq,
+                      std::unique_ptr<QueuePair>* out) {
   using transport::QpType;
+  Context& ctx = pd.context();
+  if (&send_cq.context() != &ctx || &recv_cq.context() != &ctx ||
+      (srq && &srq->pd().context() != &ctx))
+    return EINVAL;
   if (caps.type != QpType::kRc && caps.type != QpType::kUc && caps.type != QpType::kUd)
     return EOPNOTSUPP;
-  if (!send_cq || !recv_cq) return EINVAL;
-  if (caps.max_send_wr > transport::kMaxQpWr || caps.max_send_sge > transport::kMaxSge ||
-      caps.max_inline_data > transport::kMaxInlineData)
+  Device& dev = pd.device();
+  const DeviceAttr& a = dev.attr();
+  if (caps.max_send_wr > a.max_qp_wr || caps.max_send_sge > a.max_sge ||
+      caps.max_inline_data > a.max_inline_data)
     return EINVAL;
   // With an SRQ the receive capabilities are the SRQ's and are ignored
   // here, as IBA 11.2.4.1 says.
-  if (!srq && (caps.max_recv_wr > transport::kMaxQpWr || caps.max_recv_sge > transport::kMaxSge))
-    return EINVAL;
+  if (!srq && (caps.max_recv_wr > a.max_qp_wr || caps.max_recv_sge > a.max_sge)) return EINVAL;
 
-  std::unique_ptr<QueuePair> q(new QueuePair(dev, pd));
+  std::unique_ptr<QueuePair> q(new QueuePair(pd, send_cq, recv_cq, srq));
   QpCaps& granted = q->caps_;
   granted = caps;
   // A queue of depth 0 still holds one WR; one SGE always fits.
@@ -38,15 +57,15 @@ int QueuePair::create(Device& dev, PdId pd, const QpCaps& caps, transport::Cq* s
   init.max_send_wr = granted.max_send_wr;
   init.max_send_sge = granted.max_send_sge;
   init.max_inline_data = granted.max_inline_data;
-  init.send_cq = send_cq;
-  init.recv_cq = recv_cq;
+  init.send_cq = &send_cq;
+  init.recv_cq = &recv_cq;
   init.srq = srq;
   init.max_recv_wr = std::max(granted.max_recv_wr, 1u);
   init.max_recv_sge = std::max(granted.max_recv_sge, 1u);
   init.sq_sig_all = caps.sq_sig_all;
   init.memory = &q->memory_;
   q->memory_.set_qpn(init.qpn);
-  init.events = events;
+  init.events = ctx.events();
   init.port_mtu = dev.port_attr().active_mtu;
   q->cc_ = dev.make_congestion(&q->qp_raw_);
   if (q->cc_ && caps.type != QpType::kUd) {
@@ -62,10 +81,82 @@ int QueuePair::create(Device& dev, PdId pd, const QpCaps& caps, transport::Cq* s
 }
 
 QueuePair::~QueuePair() {
-  dev_.engine().detach(qp_->qpn());
-  memory_.release();
-  dev_.retire_qp_counters(qp_->counters());
-  dev_.free_qpn(qp_->qpn());
+  Device& dev = pd_.device();
+  if (qp_) {
+    dev.engine().detach(qp_->qpn());
+    memory_.release();
+    dev.retire_qp_counters(qp_->counters());
+    dev.free_qpn(qp_->qpn());
+    qp_.reset();
+  }
+  if (srq_) srq_->users().release();
+  recv_cq_.users().release();
+  send_cq_.users().release();
+  pd_.users().release();
+}
+
+int QueuePair::modify(const QpModify& m, unsigned mask) {
+  namespace am = transport::attr_mask;
+  // The attributes uroce takes; resizing (kCap) and alternate paths are
+  // refused.
+  constexpr unsigned kKnown = (am::kDestQpn << 1) - 1;
+  if ((mask & ~kKnown) || (mask & (am::kCap | am::kAltPath))) return EINVAL;
+  if ((mask & am::kCurState) && m.cur_state != qp_->state()) return EINVAL;
+  if ((mask & am::kPort) && m.port_num != 1) return EINVAL;
+  if ((mask & am::kPkeyIndex) && m.pkey_index != 0) return EINVAL;
+  transport::QpAttr attr = m.attr;
+  if (mask & am::kAccessFlags) {
+    if ((attr.qp_access_flags & ~access::kQp) != 0) return EINVAL;
+    attr.qp_access_flags &= ~access::kOnDemand;
+  }
+  Device& dev = pd_.device();
+  if (mask & am::kAv) {
+    // The destination QPN is part of the flow's UDP source port.
+    const std::uint32_t dst_qpn =
+        (mask & am::kDestQpn) ? attr.dest_qp_num : qp_->attr().dest_qp_num;
+    if (int rc = dev.resolve(m.av, qp_->qpn(), dst_qpn, &attr.route); rc != 0) return rc;
+  }
+  if (int rc = dev.engine().locked([&] { return qp_->modify(attr, mask, engine::now_ns()); });
+      rc != 0)
+    return rc;
+  if ((mask & am::kState) && attr.qp_state == transport::QpState::kReset) {
+    // A reset QP starts over: the completions it left in its CQs (the
+    // flushes of its error state) go too.
+    send_cq_.remove_qp_completions(qp_->qpn());
+    if (&recv_cq_ != &send_cq_) recv_cq_.remove_qp_completions(qp_->qpn());
+  }
+  return 0;
+}
+
+void QueuePair::query(transport::QpAttr* attr, transport::QpState* state) {
+  pd_.device().engine().locked([&] {
+    *attr = qp_->attr();
+    *state = qp_->state();
+  });
+}
+
+int QueuePair::post_send(const transport::SendWr& wr) {
+  std::lock_guard lock(send_mu_);
+  return qp_->post_send(wr);
+}
+
+void QueuePair::doorbell() { pd_.device().progress().drive(); }
+
+int QueuePair::post_recv(const transport::RecvWr& wr) {
+  if (srq_) return EINVAL;  // the QP receives from its SRQ
+  std::lock_guard lock(recv_mu_);
+  return qp_->post_recv(wr);
+}
+
+int QueuePair::set_ud_destination(const Ah& ah, std::uint32_t remote_qpn,
+                                  std::uint32_t remote_qkey, transport::SendWr* wr) const {
+  if (&ah.pd().context() != &pd_.context()) return EINVAL;
+  wr->ud.route = &ah.route();
+  wr->ud.remote_qpn = remote_qpn;
+  // A Q_Key with the high bit set means the QP's own (IBA 10.2.5); the
+  // transport substitutes it when it builds the packet.
+  wr->ud.remote_qkey = remote_qkey;
+  return 0;
 }
 
 }  // namespace uroce::verbs

@@ -1,18 +1,28 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #pragma once
 
-// A queue pair as the verbs layer sees it: the transport's Qp with the
-// memory it may reach (its PD's regions), its number on the device, and
-// its place in the engine's dispatch table. Creation checks the requested
-// capabilities against transport/limits.h, the way a provider does before
-// it allocates anything.
+// A queue pair as the verbs see it: the transport's Qp with the memory it
+// may reach (its PD's regions), its number on the device, its place in
+// the engine's dispatch table, and the objects it uses (PD, CQs, SRQ),
+// which cannot be destroyed while it exists. Creation checks the
+// requested capabilities against the device's limits before it allocates
+// anything, as a provider does.
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 
 #include "transport/qp.h"
-#include "verbs/device.h"
+#include "verbs/address_vector.h"
+#include "verbs/ah.h"
+#include "verbs/cq.h"
 #include "verbs/mr_table.h"
+#include "verbs/pd.h"
+#include "verbs/srq.h"
+
+namespace uroce::cc {
+class QpCongestion;
+}
 
 namespace uroce::verbs {
 
@@ -27,36 +37,80 @@ struct QpCaps {
   bool sq_sig_all = false;
 };
 
+/// ibv_modify_qp's arguments: the transport's attributes, and what the
+/// verbs check around them.
+struct QpModify {
+  transport::QpAttr attr;
+  transport::QpState cur_state = transport::QpState::kReset;  ///< with attr_mask::kCurState
+  std::uint8_t port_num = 1;                                  ///< with kPort
+  std::uint16_t pkey_index = 0;                               ///< with kPkeyIndex
+  AddressVector av;                                           ///< with kAv
+};
+
 class QueuePair {
  public:
-  /// Creates a QP on `dev` in protection domain `pd`, completing into
-  /// `send_cq` and `recv_cq`, receiving from `srq` if not null, and
-  /// attaches it to the engine (in RESET it ignores every packet);
-  /// `events`, if not null, hears of its asynchronous events.
-  /// Returns 0, EINVAL for a missing CQ or capabilities beyond the
-  /// device's, or EOPNOTSUPP for a QP type uroce does not offer.
-  static int create(Device& dev, PdId pd, const QpCaps& caps, transport::Cq* send_cq,
-                    transport::Cq* recv_cq, transport::RecvQueue* srq, transport::EventSink* events,
+  /// Creates a QP in `pd`, completing into `send_cq` and `recv_cq`,
+  /// receiving from `srq` if not null, and attaches it to the engine (in
+  /// RESET it ignores every packet). Returns 0; EINVAL for CQs or an SRQ
+  /// of another context, or capabilities beyond the device's; EOPNOTSUPP
+  /// for a QP type uroce does not offer.
+  static int create(Pd& pd, const QpCaps& caps, Cq& send_cq, Cq& recv_cq, Srq* srq,
                     std::unique_ptr<QueuePair>* out);
+  static void destroy(std::unique_ptr<QueuePair>& qp) { qp.reset(); }
+  /// Once this returns no packet reaches the QP and nothing completes into
+  /// its CQs any more.
   ~QueuePair();
   QueuePair(const QueuePair&) = delete;
   QueuePair& operator=(const QueuePair&) = delete;
 
   transport::Qp& qp() { return *qp_; }
+  const transport::Qp& qp() const { return *qp_; }
+  std::uint32_t qpn() const { return qp_->qpn(); }
+  Pd& pd() const { return pd_; }
+  Context& context() const { return pd_.context(); }
+  Cq& send_cq() const { return send_cq_; }
+  Cq& recv_cq() const { return recv_cq_; }
+  Srq* srq() const { return srq_; }
   /// The capabilities granted (at least those asked for).
   const QpCaps& caps() const { return caps_; }
 
-  /// modify_qp; `av` is needed when the mask has IBV_QP_AV.
-  int modify(const transport::QpAttr& attr, const AddressVector* av, unsigned mask) {
-    return dev_.modify_qp(*qp_, attr, av, mask);
-  }
+  /// ibv_modify_qp: checks what the verbs check (known mask bits, the
+  /// current state, port 1, P_Key index 0, QP access flags, an address
+  /// vector with a GRH), resolves the address vector (kAv in the mask),
+  /// then moves the QP while holding the engine. A QP moved to RESET
+  /// leaves nothing in its CQs. 0 or errno.
+  int modify(const QpModify& m, unsigned mask);
+  /// The QP's attributes and state, read while holding the engine.
+  void query(transport::QpAttr* attr, transport::QpState* state);
+
+  /// Posts a send WR; programs may post from several threads (the send
+  /// queue has one producer, so they take turns). 0, EINVAL or ENOMEM as
+  /// Qp::post_send. A batch holds the lock across its WRs: lock_send,
+  /// post_send_locked..., unlock_send.
+  int post_send(const transport::SendWr& wr);
+  void lock_send() { send_mu_.lock(); }
+  int post_send_locked(const transport::SendWr& wr) { return qp_->post_send(wr); }
+  void unlock_send() { send_mu_.unlock(); }
+  /// Lets what was posted out now if the engine is free (the doorbell;
+  /// DESIGN.md, progress).
+  void doorbell();
+  /// Posts a receive WR; EINVAL for a QP that receives from an SRQ.
+  int post_recv(const transport::RecvWr& wr);
+  /// Points a UD send WR at `ah`: EINVAL for an AH of another context.
+  int set_ud_destination(const Ah& ah, std::uint32_t remote_qpn, std::uint32_t remote_qkey,
+                         transport::SendWr* wr) const;
 
  private:
-  QueuePair(Device& dev, PdId pd) : dev_(dev), memory_(dev.mrs(), pd) {}
+  QueuePair(Pd& pd, Cq& send_cq, Cq& recv_cq, Srq* srq);
 
-  Device& dev_;
+  Pd& pd_;
+  Cq& send_cq_;
+  Cq& recv_cq_;
+  Srq* srq_;
   PdMemory memory_;
   QpCaps caps_;
+  std::mutex send_mu_;
+  std::mutex recv_mu_;
   // DCQCN's gate and observer outlive the QP that uses them (declared
   // first, destroyed last); the QP's address, for the CNP's route.
   std::unique_ptr<cc::QpCongestion> cc_;

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// The driver of DPDK ports (verbs/port_driver.h): EAL once per process,
+// then the ethdev a device's configuration names. It registers itself
+// when the library is loaded, as DPDK's PMDs do; programs link this
+// library whole (CMake's WHOLE_ARCHIVE) so that its registration is kept.
+
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "dpdk/dpdk_port.h"
+#include "dpdk/eal.h"
+#include "verbs/port_driver.h"
+
+namespace uroce::dpdk {
+
+namespace {
+
+// Every port string is DPDK's: a vdev or a PCI address.
+bool claims(const DeviceConfig&) { return true; }
+
+std::unique_ptr<engine::Port> open(const DeviceConfig& dc, const Config& c, std::string* error) {
+  // EAL starts once per process and probes its devices then: hand it
+  // every configured device's port, not only this one's.
+  EalOptions eal;
+  eal.devices = {dc.port};
+  eal.hugepages = dc.hugepages;
+  for (const DeviceConfig& other : c.devices) {
+    if (other.port == dc.port) continue;
+    eal.devices.push_back(other.port);
+    eal.hugepages = eal.hugepages || other.hugepages;
+  }
+  eal.memory_mb = c.eal_memory_mb;
+  eal.args = c.eal_args;
+  if (auto err = eal_init(eal); !err.empty()) {
+    *error = err;
+    return nullptr;
+  }
+  PortOptions po;
+  po.mtu = dc.mtu != 0 ? dc.mtu : af_packet_link_mtu(dc.port);
+  return DpdkPort::open(dc.port, po, error);
+}
+
+// The MAC of an af_packet port's interface, asked of the kernel before
+// the port opens (through a socket: sysfs shows the network namespace it
+// was mounted in, not necessarily ours).
+std::optional<wire::MacAddr> mac(const DeviceConfig& dc) {
+  const std::string iface = af_packet_iface(dc.port);
+  if (iface.empty()) return std::nullopt;
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return std::nullopt;
+  ifreq ifr{};
+  std::memcpy(ifr.ifr_name, iface.data(), iface.size());
+  const int rc = ioctl(fd, SIOCGIFHWADDR, &ifr);
+  close(fd);
+  if (rc != 0) return std::nullopt;
+  wire::MacAddr m;
+  std::memcpy(m.bytes.data(), ifr.ifr_hwaddr.sa_data, 6);
+  return m;
+}
+
+[[maybe_unused]] const bool registered = [] {
+  verbs::register_port_driver({"dpdk", claims, open, mac});
+  return true;
+}();
+
+}  // namespace
+
+}  // namespace uroce::dpdk
