@@ -9,6 +9,7 @@
 #include <string>
 
 #include "stats/stats_server.h"
+#include "support/pipe_driver.h"
 #include "support/tshark.h"
 #include "verbs/device.h"
 #include "wire/arp.h"
@@ -30,9 +31,10 @@ TEST(Stats, UroceStatShowsADevicesCounters) {
   setenv("UROCE_STATS_DIR", dir.path().c_str(), 1);
   DeviceConfig dc;
   dc.name = "uroce0";
-  dc.port = "net_ring0";  // a port in memory: no hardware, no namespace
+  dc.port = "pipe:stats";  // a port in memory: no hardware, no namespace
   dc.ip = {IpPrefix{"10.66.0.1", 24}};
   std::string err;
+  test::register_pipe_driver();
   auto dev = Device::open(dc, Config{}, &err);
   ASSERT_TRUE(dev) << err;
   ASSERT_NE(stats::StatsServer::instance(), nullptr);

@@ -121,7 +121,7 @@ TEST(MrTable, AFullTableSaysEnomem) {
   MrTable t(nullptr);
   std::uint8_t b;
   MrInfo mr;
-  for (std::uint32_t i = 1; i < MrTable::kMaxMr; ++i) ASSERT_EQ(t.reg(1, &b, 1, 0, 0, &mr), 0);
+  for (std::uint32_t i = 1; i < MrTable::kSlots; ++i) ASSERT_EQ(t.reg(1, &b, 1, 0, 0, &mr), 0);
   EXPECT_EQ(t.reg(1, &b, 1, 0, 0, &mr), ENOMEM);
 }
 
