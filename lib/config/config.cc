@@ -1,31 +1,27 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// Loading and validating the configuration. The file is TOML (toml++);
-// environment variables override single keys for one-off runs. Every error
-// names the key, and where it came from, and why.
+// Loading and validating the configuration. The file is TOML, read one
+// function per table through config/toml_reader.h; environment variables
+// override single keys for one-off runs. Every error names the key, and
+// where it came from, and why.
 
 #include "uroce/config.h"
 
 #include <arpa/inet.h>
-#include <toml++/toml.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
 
+#include "config/toml_reader.h"
+
 extern char** environ;
 
 namespace uroce {
 namespace {
 
-// Thrown inside this file only, turned into ConfigResult::error.
-struct ConfigError {
-  std::string message;
-};
-
-[[noreturn]] void fail(const std::string& key, const std::string& why) {
-  throw ConfigError{key + ": " + why};
-}
+using config::fail;
+using config::TomlReader;
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -129,273 +125,179 @@ void apply_env(toml::table& root, const std::vector<std::string>& env,
   }
 }
 
-class Reader {
- public:
-  Reader(const std::map<std::string, std::string>& origin, std::string file)
-      : origin_(origin), file_(std::move(file)) {}
-
-  // The key as the user wrote it: the environment variable, or the file.
-  std::string where(const std::string& key) const {
-    const auto it = origin_.find(key);
-    return it != origin_.end() ? it->second + " (" + key + ")" : file_ + ": " + key;
-  }
-
-  void only(const toml::table& t, const std::string& path,
-            std::initializer_list<std::string_view> known) const {
-    for (const auto& [k, v] : t) {
-      bool ok = false;
-      for (auto name : known) ok = ok || k.str() == name;
-      if (!ok) fail(where(path + std::string(k.str())), "unknown key");
-    }
-  }
-
-  template <typename T>
-  T number(const toml::table& t, const std::string& path, const char* key, T dflt, T lo,
-           T hi) const {
-    const toml::node* n = t.get(key);
-    if (!n) return dflt;
-    const std::string k = path + key;
-    double v;
-    if (auto i = n->value_exact<std::int64_t>()) {
-      v = static_cast<double>(*i);
-    } else if (auto d = n->value_exact<double>(); d && !std::is_integral_v<T>) {
-      v = *d;
-    } else {
-      fail(where(k), std::is_integral_v<T> ? "expected an integer" : "expected a number");
-    }
-    if (v < static_cast<double>(lo) || v > static_cast<double>(hi)) {
-      auto text = [](T x) {
-        if constexpr (std::is_integral_v<T>)
-          return std::to_string(static_cast<unsigned long long>(x));
-        std::ostringstream os;
-        os << x;
-        return os.str();
-      };
-      fail(where(k), "must be between " + text(lo) + " and " + text(hi));
-    }
-    return static_cast<T>(v);
-  }
-
-  bool boolean(const toml::table& t, const std::string& path, const char* key, bool dflt) const {
-    const toml::node* n = t.get(key);
-    if (!n) return dflt;
-    if (auto b = n->value_exact<bool>()) return *b;
-    fail(where(path + key), "expected true or false");
-  }
-
-  std::optional<std::string> string(const toml::table& t, const std::string& path,
-                                    const char* key) const {
-    const toml::node* n = t.get(key);
-    if (!n) return std::nullopt;
-    if (auto s = n->value_exact<std::string>()) return *s;
-    fail(where(path + key), "expected a string");
-  }
-
-  // A list of priorities, [3, 4], as a mask (bit n: priority n).
-  std::uint8_t priorities(const toml::table& t, const std::string& path, const char* key,
-                          std::uint8_t dflt) const {
-    const toml::node* n = t.get(key);
-    if (!n) return dflt;
-    const toml::array* a = n->as_array();
-    if (!a || a->empty()) fail(where(path + key), "expected a list of priorities, like [3]");
-    std::uint8_t m = 0;
-    for (const auto& e : *a) {
-      const auto v = e.value_exact<std::int64_t>();
-      if (!v || *v < 0 || *v > 7) fail(where(path + key), "priorities are 0 to 7");
-      m |= static_cast<std::uint8_t>(1u << *v);
-    }
-    return m;
-  }
-
-  std::vector<std::string> strings(const toml::table& t, const std::string& path,
-                                   const char* key) const {
-    const toml::node* n = t.get(key);
-    std::vector<std::string> out;
-    if (!n) return out;
-    if (auto s = n->value_exact<std::string>()) return {*s};
-    const toml::array* a = n->as_array();
-    if (!a) fail(where(path + key), "expected a string or an array of strings");
-    for (const auto& e : *a) {
-      auto s = e.value_exact<std::string>();
-      if (!s) fail(where(path + key), "expected an array of strings");
-      out.push_back(*s);
-    }
-    return out;
-  }
-
- private:
-  const std::map<std::string, std::string>& origin_;
-  std::string file_;
-};
-
-IpPrefix parse_prefix(const Reader& r, const std::string& key, const std::string& text) {
+IpPrefix parse_prefix(const TomlReader& device, const std::string& text) {
   const auto slash = text.find('/');
   IpPrefix p;
   p.address = text.substr(0, slash);
   unsigned char buf[16];
   const bool v4 = inet_pton(AF_INET, p.address.c_str(), buf) == 1;
   const bool v6 = !v4 && inet_pton(AF_INET6, p.address.c_str(), buf) == 1;
-  if (!v4 && !v6) fail(r.where(key), "'" + text + "' is not an IP address");
+  if (!v4 && !v6) device.fail("ip", "'" + text + "' is not an IP address");
   const unsigned max = v4 ? 32 : 128;
   p.prefix = max;
   if (slash != std::string::npos) {
     char* end = nullptr;
     const unsigned long len = std::strtoul(text.c_str() + slash + 1, &end, 10);
     if (*end != '\0' || slash + 1 == text.size() || len > max)
-      fail(r.where(key), "'" + text + "' has a bad prefix length");
+      device.fail("ip", "'" + text + "' has a bad prefix length");
     p.prefix = static_cast<unsigned>(len);
   }
   return p;
 }
 
-Config build(const toml::table& root, const Reader& r) {
-  r.only(root, "", {"device", "eal", "log", "fault", "pfc", "dcqcn"});
-  Config c;
-  if (const toml::node* d = root.get("device")) {
-    const toml::array* devs = d->as_array();
-    if (!devs) fail(r.where("device"), "must be an array of tables ([[device]])");
-    for (std::size_t i = 0; i < devs->size(); ++i) {
-      const std::string path = "device[" + std::to_string(i) + "].";
-      const toml::table* t = devs->get(i)->as_table();
-      if (!t) fail(r.where("device[" + std::to_string(i) + "]"), "must be a table");
-      r.only(*t, path,
-             {"name", "port", "ip", "mtu", "hugepages", "dscp", "pcp", "priority_tag", "vlan_id",
-              "ecn", "link_wait_ms"});
-      DeviceConfig dev;
-      dev.name = r.string(*t, path, "name").value_or("uroce" + std::to_string(i));
-      const auto port = r.string(*t, path, "port");
-      if (!port || port->empty()) fail(r.where(path + "port"), "is required (a DPDK device)");
-      dev.port = *port;
-      for (const std::string& ip : r.strings(*t, path, "ip"))
-        dev.ip.push_back(parse_prefix(r, path + "ip", ip));
-      if (dev.ip.empty()) fail(r.where(path + "ip"), "is required (one or more addresses)");
-      dev.mtu = r.number<std::uint32_t>(*t, path, "mtu", 0, 0, 9600);
-      if (dev.mtu != 0 && dev.mtu < 576) fail(r.where(path + "mtu"), "must be 0 or at least 576");
-      dev.hugepages = r.boolean(*t, path, "hugepages", false);
-      dev.dscp = r.number<std::uint8_t>(*t, path, "dscp", 26, 0, 63);
-      dev.pcp = r.number<std::uint8_t>(*t, path, "pcp", 3, 0, 7);
-      dev.priority_tag = r.boolean(*t, path, "priority_tag", false);
-      dev.ecn = r.boolean(*t, path, "ecn", false);
-      dev.vlan_id = r.number<std::uint16_t>(*t, path, "vlan_id", 0, 0, 4094);
-      dev.link_wait_ms = r.number<std::uint32_t>(*t, path, "link_wait_ms", 10000, 0, 600000);
-      for (const DeviceConfig& other : c.devices) {
-        if (other.name == dev.name) fail(r.where(path + "name"), "'" + dev.name + "' is taken");
-      }
-      c.devices.push_back(std::move(dev));
+// Each key defaults to its member's initial value, here and below, so that
+// config.h alone states the defaults.
+DeviceConfig read_device(const TomlReader& t, std::size_t index) {
+  t.only({"name", "port", "ip", "mtu", "hugepages", "dscp", "pcp", "priority_tag", "vlan_id", "ecn",
+          "link_wait_ms"});
+  DeviceConfig dev;
+  dev.name = t.string("name").value_or("uroce" + std::to_string(index));
+  const auto port = t.string("port");
+  if (!port || port->empty()) t.fail("port", "is required (a DPDK device)");
+  dev.port = *port;
+  for (const std::string& ip : t.strings("ip")) dev.ip.push_back(parse_prefix(t, ip));
+  if (dev.ip.empty()) t.fail("ip", "is required (one or more addresses)");
+  dev.mtu = t.number("mtu", dev.mtu, 0, 9600);
+  if (dev.mtu != 0 && dev.mtu < 576) t.fail("mtu", "must be 0 or at least 576");
+  dev.hugepages = t.boolean("hugepages", dev.hugepages);
+  dev.dscp = t.number("dscp", dev.dscp, 0, 63);
+  dev.pcp = t.number("pcp", dev.pcp, 0, 7);
+  dev.priority_tag = t.boolean("priority_tag", dev.priority_tag);
+  dev.ecn = t.boolean("ecn", dev.ecn);
+  dev.vlan_id = t.number("vlan_id", dev.vlan_id, 0, 4094);
+  dev.link_wait_ms = t.number("link_wait_ms", dev.link_wait_ms, 0, 600000);
+  return dev;
+}
+
+// [[device]]: programs open a device by its name, so no two share one.
+std::vector<DeviceConfig> read_devices(const TomlReader& root) {
+  std::vector<DeviceConfig> devices;
+  const std::vector<TomlReader> tables = root.tables("device");
+  for (std::size_t i = 0; i < tables.size(); ++i) {
+    DeviceConfig dev = read_device(tables[i], i);
+    for (const DeviceConfig& other : devices) {
+      if (other.name == dev.name) tables[i].fail("name", "'" + dev.name + "' is taken");
     }
+    devices.push_back(std::move(dev));
   }
-  if (const toml::node* e = root.get("eal")) {
-    const toml::table* t = e->as_table();
-    if (!t) fail(r.where("eal"), "must be a table");
-    r.only(*t, "eal.", {"args", "memory_mb"});
-    c.eal_args = r.strings(*t, "eal.", "args");
-    c.eal_memory_mb = r.number<unsigned>(*t, "eal.", "memory_mb", 512, 64, 1u << 20);
+  return devices;
+}
+
+void read_eal(const TomlReader& t, Config* c) {
+  t.only({"args", "memory_mb"});
+  c->eal_args = t.strings("args");
+  c->eal_memory_mb = t.number("memory_mb", c->eal_memory_mb, 64, 1u << 20);
+}
+
+std::string read_log_level(const TomlReader& t, const std::string& dflt) {
+  t.only({"level"});
+  const std::string level = t.string("level").value_or(dflt);
+  for (const char* known : {"trace", "debug", "info", "warn", "error", "off"}) {
+    if (level == known) return level;
   }
-  if (const toml::node* l = root.get("log")) {
-    const toml::table* t = l->as_table();
-    if (!t) fail(r.where("log"), "must be a table");
-    r.only(*t, "log.", {"level"});
-    c.log_level = r.string(*t, "log.", "level").value_or(c.log_level);
-    static const char* kLevels[] = {"trace", "debug", "info", "warn", "error", "off"};
-    bool ok = false;
-    for (const char* lvl : kLevels) ok = ok || c.log_level == lvl;
-    if (!ok)
-      fail(r.where("log.level"),
-           "'" + c.log_level + "' is not trace, debug, info, warn, error or off");
-  }
-  if (const toml::node* f = root.get("fault")) {
-    const toml::table* t = f->as_table();
-    if (!t) fail(r.where("fault"), "must be a table");
-    r.only(*t, "fault.",
-           {"rx_drop", "rx_duplicate", "rx_reorder", "rx_corrupt", "tx_drop", "tx_duplicate",
-            "tx_reorder", "tx_corrupt", "seed", "rx_rate_mbps", "rx_buffer_kb"});
-    FaultSettings& s = c.fault;
-    s.rx_drop = r.number<double>(*t, "fault.", "rx_drop", 0, 0, 1);
-    s.rx_duplicate = r.number<double>(*t, "fault.", "rx_duplicate", 0, 0, 1);
-    s.rx_reorder = r.number<double>(*t, "fault.", "rx_reorder", 0, 0, 1);
-    s.rx_corrupt = r.number<double>(*t, "fault.", "rx_corrupt", 0, 0, 1);
-    s.tx_drop = r.number<double>(*t, "fault.", "tx_drop", 0, 0, 1);
-    s.tx_duplicate = r.number<double>(*t, "fault.", "tx_duplicate", 0, 0, 1);
-    s.tx_reorder = r.number<double>(*t, "fault.", "tx_reorder", 0, 0, 1);
-    s.tx_corrupt = r.number<double>(*t, "fault.", "tx_corrupt", 0, 0, 1);
-    s.seed = r.number<std::uint64_t>(*t, "fault.", "seed", 1, 0, UINT64_MAX);
-    s.rx_rate_mbps = r.number<std::uint32_t>(*t, "fault.", "rx_rate_mbps", 0, 0, 400000);
-    s.rx_buffer_kb = r.number<std::uint32_t>(*t, "fault.", "rx_buffer_kb", 1024, 16, 1u << 20);
-  }
-  if (const toml::node* n = root.get("pfc")) {
-    const toml::table* t = n->as_table();
-    if (!t) fail(r.where("pfc"), "must be a table");
-    r.only(
-        *t, "pfc.",
-        {"enabled", "priorities", "xoff_kb", "xon_kb", "quanta", "watchdog_ms", "restoration_ms"});
-    PfcSettings& p = c.pfc;
-    p.enabled = r.boolean(*t, "pfc.", "enabled", false);
-    p.priorities = r.priorities(*t, "pfc.", "priorities", p.priorities);
-    p.xoff_kb = r.number<std::uint32_t>(*t, "pfc.", "xoff_kb", 512, 1, 1u << 20);
-    p.xon_kb = r.number<std::uint32_t>(*t, "pfc.", "xon_kb", p.xoff_kb / 2, 0, 1u << 20);
-    if (p.xon_kb >= p.xoff_kb) fail(r.where("pfc.xon_kb"), "must be below pfc.xoff_kb");
-    p.quanta = r.number<std::uint16_t>(*t, "pfc.", "quanta", 0xFFFF, 1, 0xFFFF);
-    if (p.enabled && std::uint64_t{p.xoff_kb} >= c.fault.rx_buffer_kb)
-      fail(r.where("pfc.xoff_kb"), "must be below fault.rx_buffer_kb (" +
-                                       std::to_string(c.fault.rx_buffer_kb) +
-                                       "), the receive buffer it leaves headroom in");
-    p.watchdog_ms = r.number<std::uint32_t>(*t, "pfc.", "watchdog_ms", 200, 0, 60000);
-    p.restoration_ms = r.number<std::uint32_t>(*t, "pfc.", "restoration_ms", 200, 1, 60000);
-  }
-  if (const toml::node* n = root.get("dcqcn")) {
-    const toml::table* t = n->as_table();
-    if (!t) fail(r.where("dcqcn"), "must be a table");
-    r.only(*t, "dcqcn.",
-           {"enabled",
-            "rp_priorities",
-            "np_priorities",
-            "rpg_time_reset",
-            "rpg_byte_reset",
-            "rpg_threshold",
-            "rpg_ai_rate",
-            "rpg_hai_rate",
-            "rpg_gd",
-            "rpg_min_dec_fac",
-            "rpg_min_rate",
-            "rpg_max_rate",
-            "rate_to_set_on_first_cnp",
-            "clamp_tgt_rate",
-            "clamp_tgt_rate_after_time_inc",
-            "dce_tcp_g",
-            "dce_tcp_rtt",
-            "initial_alpha_value",
-            "rate_reduce_monitor_period",
-            "min_time_between_cnps",
-            "cnp_dscp",
-            "cnp_802p_prio"});
-    DcqcnSettings& d = c.dcqcn;
-    const std::string P = "dcqcn.";
-    auto u32 = [&](const char* key, std::uint32_t dflt, std::uint32_t lo, std::uint32_t hi) {
-      return r.number<std::uint32_t>(*t, P, key, dflt, lo, hi);
-    };
-    d.enabled = r.boolean(*t, P, "enabled", false);
-    d.rp_priorities = r.priorities(*t, P, "rp_priorities", d.rp_priorities);
-    d.np_priorities = r.priorities(*t, P, "np_priorities", d.np_priorities);
-    d.rpg_time_reset_us = u32("rpg_time_reset", 300, 1, 10'000'000);
-    d.rpg_byte_reset = u32("rpg_byte_reset", 32767, 0, 1u << 30);
-    d.rpg_threshold = u32("rpg_threshold", 1, 1, 1000);
-    d.rpg_ai_rate_mbps = u32("rpg_ai_rate", 5, 0, 400000);
-    d.rpg_hai_rate_mbps = u32("rpg_hai_rate", 50, 0, 400000);
-    d.rpg_gd = u32("rpg_gd", 11, 10, 20);
-    d.rpg_min_dec_fac = u32("rpg_min_dec_fac", 50, 1, 100);
-    d.rpg_min_rate_mbps = u32("rpg_min_rate", 1, 1, 400000);
-    d.rpg_max_rate_mbps = u32("rpg_max_rate", 0, 0, 400000);
-    d.rate_to_set_on_first_cnp_mbps = u32("rate_to_set_on_first_cnp", 0, 0, 400000);
-    d.clamp_tgt_rate = r.boolean(*t, P, "clamp_tgt_rate", false);
-    d.clamp_tgt_rate_after_time_inc = r.boolean(*t, P, "clamp_tgt_rate_after_time_inc", true);
-    d.dce_tcp_g = u32("dce_tcp_g", 1019, 0, 1023);
-    d.dce_tcp_rtt_us = u32("dce_tcp_rtt", 55, 1, 1'000'000);
-    d.initial_alpha_value = u32("initial_alpha_value", 1023, 0, 1024);
-    d.rate_reduce_monitor_period_us = u32("rate_reduce_monitor_period", 4, 0, 1'000'000);
-    d.min_time_between_cnps_us = u32("min_time_between_cnps", 4, 0, 1'000'000);
-    d.cnp_dscp = r.number<std::uint8_t>(*t, P, "cnp_dscp", 48, 0, 63);
-    d.cnp_802p_prio = r.number<std::uint8_t>(*t, P, "cnp_802p_prio", 6, 0, 7);
-  }
+  t.fail("level", "'" + level + "' is not trace, debug, info, warn, error or off");
+}
+
+FaultSettings read_fault(const TomlReader& t) {
+  t.only({"rx_drop", "rx_duplicate", "rx_reorder", "rx_corrupt", "tx_drop", "tx_duplicate",
+          "tx_reorder", "tx_corrupt", "seed", "rx_rate_mbps", "rx_buffer_kb"});
+  FaultSettings s;
+  s.rx_drop = t.number("rx_drop", s.rx_drop, 0, 1);
+  s.rx_duplicate = t.number("rx_duplicate", s.rx_duplicate, 0, 1);
+  s.rx_reorder = t.number("rx_reorder", s.rx_reorder, 0, 1);
+  s.rx_corrupt = t.number("rx_corrupt", s.rx_corrupt, 0, 1);
+  s.tx_drop = t.number("tx_drop", s.tx_drop, 0, 1);
+  s.tx_duplicate = t.number("tx_duplicate", s.tx_duplicate, 0, 1);
+  s.tx_reorder = t.number("tx_reorder", s.tx_reorder, 0, 1);
+  s.tx_corrupt = t.number("tx_corrupt", s.tx_corrupt, 0, 1);
+  s.seed = t.number("seed", s.seed, 0, UINT64_MAX);
+  s.rx_rate_mbps = t.number("rx_rate_mbps", s.rx_rate_mbps, 0, 400000);
+  s.rx_buffer_kb = t.number("rx_buffer_kb", s.rx_buffer_kb, 16, 1u << 20);
+  return s;
+}
+
+// After [fault]: XOFF must leave headroom in the receive buffer it sets.
+PfcSettings read_pfc(const TomlReader& t, const FaultSettings& fault) {
+  t.only({"enabled", "priorities", "xoff_kb", "xon_kb", "quanta", "watchdog_ms", "restoration_ms"});
+  PfcSettings p;
+  p.enabled = t.boolean("enabled", p.enabled);
+  p.priorities = t.priorities("priorities", p.priorities);
+  p.xoff_kb = t.number("xoff_kb", p.xoff_kb, 1, 1u << 20);
+  p.xon_kb = t.number("xon_kb", p.xoff_kb / 2, 0, 1u << 20);
+  if (p.xon_kb >= p.xoff_kb) t.fail("xon_kb", "must be below pfc.xoff_kb");
+  p.quanta = t.number("quanta", p.quanta, 1, 0xFFFF);
+  if (p.enabled && std::uint64_t{p.xoff_kb} >= fault.rx_buffer_kb)
+    t.fail("xoff_kb", "must be below fault.rx_buffer_kb (" + std::to_string(fault.rx_buffer_kb) +
+                          "), the receive buffer it leaves headroom in");
+  p.watchdog_ms = t.number("watchdog_ms", p.watchdog_ms, 0, 60000);
+  p.restoration_ms = t.number("restoration_ms", p.restoration_ms, 1, 60000);
+  return p;
+}
+
+// ConnectX firmware's names, ranges and defaults (docs/congestion-control.md).
+DcqcnSettings read_dcqcn(const TomlReader& t) {
+  t.only({"enabled",
+          "rp_priorities",
+          "np_priorities",
+          "rpg_time_reset",
+          "rpg_byte_reset",
+          "rpg_threshold",
+          "rpg_ai_rate",
+          "rpg_hai_rate",
+          "rpg_gd",
+          "rpg_min_dec_fac",
+          "rpg_min_rate",
+          "rpg_max_rate",
+          "rate_to_set_on_first_cnp",
+          "clamp_tgt_rate",
+          "clamp_tgt_rate_after_time_inc",
+          "dce_tcp_g",
+          "dce_tcp_rtt",
+          "initial_alpha_value",
+          "rate_reduce_monitor_period",
+          "min_time_between_cnps",
+          "cnp_dscp",
+          "cnp_802p_prio"});
+  DcqcnSettings d;
+  d.enabled = t.boolean("enabled", d.enabled);
+  d.rp_priorities = t.priorities("rp_priorities", d.rp_priorities);
+  d.np_priorities = t.priorities("np_priorities", d.np_priorities);
+  d.rpg_time_reset_us = t.number("rpg_time_reset", d.rpg_time_reset_us, 1, 10'000'000);
+  d.rpg_byte_reset = t.number("rpg_byte_reset", d.rpg_byte_reset, 0, 1u << 30);
+  d.rpg_threshold = t.number("rpg_threshold", d.rpg_threshold, 1, 1000);
+  d.rpg_ai_rate_mbps = t.number("rpg_ai_rate", d.rpg_ai_rate_mbps, 0, 400000);
+  d.rpg_hai_rate_mbps = t.number("rpg_hai_rate", d.rpg_hai_rate_mbps, 0, 400000);
+  d.rpg_gd = t.number("rpg_gd", d.rpg_gd, 10, 20);
+  d.rpg_min_dec_fac = t.number("rpg_min_dec_fac", d.rpg_min_dec_fac, 1, 100);
+  d.rpg_min_rate_mbps = t.number("rpg_min_rate", d.rpg_min_rate_mbps, 1, 400000);
+  d.rpg_max_rate_mbps = t.number("rpg_max_rate", d.rpg_max_rate_mbps, 0, 400000);
+  d.rate_to_set_on_first_cnp_mbps =
+      t.number("rate_to_set_on_first_cnp", d.rate_to_set_on_first_cnp_mbps, 0, 400000);
+  d.clamp_tgt_rate = t.boolean("clamp_tgt_rate", d.clamp_tgt_rate);
+  d.clamp_tgt_rate_after_time_inc =
+      t.boolean("clamp_tgt_rate_after_time_inc", d.clamp_tgt_rate_after_time_inc);
+  d.dce_tcp_g = t.number("dce_tcp_g", d.dce_tcp_g, 0, 1023);
+  d.dce_tcp_rtt_us = t.number("dce_tcp_rtt", d.dce_tcp_rtt_us, 1, 1'000'000);
+  d.initial_alpha_value = t.number("initial_alpha_value", d.initial_alpha_value, 0, 1024);
+  d.rate_reduce_monitor_period_us =
+      t.number("rate_reduce_monitor_period", d.rate_reduce_monitor_period_us, 0, 1'000'000);
+  d.min_time_between_cnps_us =
+      t.number("min_time_between_cnps", d.min_time_between_cnps_us, 0, 1'000'000);
+  d.cnp_dscp = t.number("cnp_dscp", d.cnp_dscp, 0, 63);
+  d.cnp_802p_prio = t.number("cnp_802p_prio", d.cnp_802p_prio, 0, 7);
+  return d;
+}
+
+// Tables in this order: a later one may depend on an earlier one.
+Config build(const TomlReader& root) {
+  root.only({"device", "eal", "log", "fault", "pfc", "dcqcn"});
+  Config c;
+  c.devices = read_devices(root);
+  if (const auto t = root.table("eal")) read_eal(*t, &c);
+  if (const auto t = root.table("log")) c.log_level = read_log_level(*t, c.log_level);
+  if (const auto t = root.table("fault")) c.fault = read_fault(*t);
+  if (const auto t = root.table("pfc")) c.pfc = read_pfc(*t, c.fault);
+  if (const auto t = root.table("dcqcn")) c.dcqcn = read_dcqcn(*t);
   return c;
 }
 
@@ -404,22 +306,14 @@ Config build(const toml::table& root, const Reader& r) {
 ConfigResult parse_config(const std::string& text, const std::string& origin,
                           const std::vector<std::string>& env) {
   ConfigResult result;
-  toml::table root;
+  std::optional<toml::table> root = config::parse_toml(text, origin, &result.error);
+  if (!root) return result;
   try {
-    root = toml::parse(text, origin);
-  } catch (const toml::parse_error& e) {
-    std::ostringstream os;
-    os << origin << ":" << e.source().begin.line << ":" << e.source().begin.column << ": "
-       << e.description();
-    result.error = os.str();
-    return result;
-  }
-  try {
-    std::map<std::string, std::string> from_env;
-    apply_env(root, env, from_env);
-    result.config = build(root, Reader(from_env, origin));
-  } catch (const ConfigError& e) {
-    result.error = "configuration: " + e.message;
+    config::KeySource source{origin, {}};
+    apply_env(*root, env, source.env);
+    result.config = build(TomlReader(*root, source));
+  } catch (const config::Error& e) {
+    result.error = std::string("configuration: ") + e.what();
   }
   return result;
 }

@@ -7,11 +7,11 @@
 // line win over the file. Errors name the option or key.
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "switch/switch.h"
+#include "switch/units.h"
 
 namespace uroce::sw {
 
@@ -27,12 +27,6 @@ struct SwitchOptions {
   double duration_s = 0;  ///< 0: until SIGINT or SIGTERM
   std::string log_level = "warn";
 };
-
-/// Parses a rate: "300mbit", "10gbit", "1.5gbit", "64kbit" or bits per
-/// second; nullopt when it is not one.
-std::optional<std::uint64_t> parse_rate(const std::string& text);
-/// Parses a time: "100us", "2ms", "1s", "500ns"; nullopt when not one.
-std::optional<std::uint64_t> parse_time_ns(const std::string& text);
 
 /// Parses the command line (argv[0] skipped) and the file it names with
 /// --config. Returns an empty string, or what is wrong; "help" for -h.
