@@ -109,6 +109,9 @@ if [[ $dcqcn == 1 ]]; then
     UROCE_DCQCN_MIN_TIME_BETWEEN_CNPS="${DCQCN_CNP_US:-500}"
     UROCE_DCQCN_DCE_TCP_RTT="${DCQCN_ALPHA_US:-1000}"
     UROCE_DCQCN_RPG_MAX_RATE="${DCQCN_MAX_MBPS:-1000}")
+else
+  # On by default (as on ConnectX): the runs without it say so.
+  env_common+=(UROCE_DCQCN_ENABLED=false)
 fi
 if [[ $pfc == 1 ]]; then
   env_common+=(UROCE_PFC_ENABLED=true)

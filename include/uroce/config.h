@@ -73,7 +73,10 @@ struct PfcSettings {
 /// point) and CNPs cut the QP's rate (reaction point). The parameters
 /// carry ConnectX firmware's names and defaults.
 struct DcqcnSettings {
-  bool enabled = false;
+  /// On by default, as ConnectX enables its notification and reaction
+  /// points on every priority: RoCE then leaves ECN-capable (ECT(0)) and a
+  /// marking switch can slow it down.
+  bool enabled = true;
   std::uint8_t rp_priorities = 1u << 3;  ///< reaction point on these priorities
   std::uint8_t np_priorities = 1u << 3;  ///< notification point on these
   // ---- reaction point (the sender) ----
