@@ -8,8 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "drivers/ibverbs/forward.h"
-#include "drivers/ibverbs/provider.h"
+#include "ibverbs/forward.h"
+#include "ibverbs/provider.h"
 
 namespace uroce::ibverbs {
 
@@ -39,28 +39,23 @@ void forget_async_events(UContext* c, const void* object) {
   }
 }
 
-void ContextEvents::cq_overflow(transport::Cq& cq) {
+void ContextEvents::cq_overflow(verbs::Cq& cq) {
   ibv_async_event e{};
-  e.element.cq = static_cast<ibv_cq*>(static_cast<verbs::Cq&>(cq).handle);
+  e.element.cq = static_cast<ibv_cq*>(cq.handle);
   e.event_type = IBV_EVENT_CQ_ERR;
   post_async_event(ctx, e);
 }
 
-void ContextEvents::qp_fatal(transport::Qp& qp) {
+void ContextEvents::qp_fatal(verbs::QueuePair& qp) {
   ibv_async_event e{};
-  {
-    std::lock_guard lock(ctx->async_mu);
-    const auto it = ctx->qps.find(&qp);
-    if (it == ctx->qps.end()) return;  // being destroyed
-    e.element.qp = it->second;
-  }
+  e.element.qp = static_cast<ibv_qp*>(qp.handle);
   e.event_type = IBV_EVENT_QP_FATAL;
   post_async_event(ctx, e);
 }
 
-void ContextEvents::srq_limit_reached(transport::RecvQueue& srq) {
+void ContextEvents::srq_limit_reached(verbs::Srq& srq) {
   ibv_async_event e{};
-  e.element.srq = static_cast<ibv_srq*>(static_cast<verbs::Srq&>(srq).handle);
+  e.element.srq = static_cast<ibv_srq*>(srq.handle);
   e.event_type = IBV_EVENT_SRQ_LIMIT_REACHED;
   post_async_event(ctx, e);
 }

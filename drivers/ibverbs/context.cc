@@ -6,8 +6,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "drivers/ibverbs/forward.h"
-#include "drivers/ibverbs/provider.h"
+#include "ibverbs/forward.h"
+#include "ibverbs/provider.h"
 #include "verbs/limits.h"
 #include "verbs/odp.h"
 
@@ -89,7 +89,7 @@ void fill_port_attr(const verbs::Device& dev, ibv_port_attr* a) {
   a->active_mtu = static_cast<ibv_mtu>(p.active_mtu);
   a->gid_tbl_len = static_cast<int>(p.gid_tbl_len);
   a->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
-  a->max_msg_sz = transport::kMaxMessageSize;
+  a->max_msg_sz = verbs::kMaxMessageSize;
   a->pkey_tbl_len = 1;
   a->max_vl_num = 1;
   a->subnet_timeout = 18;

@@ -5,23 +5,23 @@
 #include <cerrno>
 #include <cstring>
 
-#include "drivers/ibverbs/forward.h"
-#include "drivers/ibverbs/provider.h"
+#include "ibverbs/forward.h"
+#include "ibverbs/provider.h"
 
 namespace uroce::ibverbs {
 
 namespace {
 
-static_assert(static_cast<int>(transport::WcStatus::kGeneralErr) == IBV_WC_GENERAL_ERR);
-static_assert(static_cast<int>(transport::WcOpcode::kRecvRdmaWithImm) == IBV_WC_RECV_RDMA_WITH_IMM);
-static_assert(transport::wc_flags::kGrh == IBV_WC_GRH);
-static_assert(transport::wc_flags::kWithImm == IBV_WC_WITH_IMM);
-static_assert(transport::wc_flags::kWithInv == IBV_WC_WITH_INV);
+static_assert(static_cast<int>(verbs::WcStatus::kGeneralErr) == IBV_WC_GENERAL_ERR);
+static_assert(static_cast<int>(verbs::WcOpcode::kRecvRdmaWithImm) == IBV_WC_RECV_RDMA_WITH_IMM);
+static_assert(verbs::wc_flags::kGrh == IBV_WC_GRH);
+static_assert(verbs::wc_flags::kWithImm == IBV_WC_WITH_IMM);
+static_assert(verbs::wc_flags::kWithInv == IBV_WC_WITH_INV);
 static_assert(uroce::verbs::kNumCompVectors == 1, "ibv_context.num_comp_vectors says so");
 
 }  // namespace
 
-void to_ibv_wc(const transport::Wc& w, ibv_wc* out) {
+void to_ibv_wc(const verbs::Wc& w, ibv_wc* out) {
   out->wr_id = w.wr_id;
   out->status = static_cast<ibv_wc_status>(w.status);
   out->opcode = static_cast<ibv_wc_opcode>(w.opcode);
@@ -40,7 +40,7 @@ void to_ibv_wc(const transport::Wc& w, ibv_wc* out) {
 int poll_cq(ibv_cq* cq, int n, ibv_wc* wc) {
   if (n < 0) return -1;
   verbs::Cq& q = cq_of(cq);
-  transport::Wc buf[32];
+  verbs::Wc buf[32];
   int got = 0;
   while (got < n) {
     const auto want = static_cast<std::uint32_t>(std::min(n - got, 32));
@@ -151,10 +151,10 @@ int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) 
   // While the program sleeps here, its events come from the poll thread.
   auto& progress = ours(channel->context)->dev->progress();
   progress.begin_wait();
-  uroce::transport::Cq* ring = to_u<UChannel>(channel)->channel->get_event();
+  uroce::verbs::Cq* q = to_u<UChannel>(channel)->channel->get_cq_event();
   progress.end_wait();
-  if (!ring) return -1;
-  auto* owner = static_cast<ibv_cq*>(static_cast<uroce::verbs::Cq*>(ring)->handle);
+  if (!q) return -1;
+  auto* owner = static_cast<ibv_cq*>(q->handle);
   *cq = owner;
   *cq_context = owner->cq_context;
   return 0;

@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "drivers/ibverbs/provider.h"
+#include "ibverbs/provider.h"
 
 namespace uroce::ibverbs {
 
@@ -22,7 +22,7 @@ UCq* from_ex(ibv_cq_ex* cq) { return reinterpret_cast<UCq*>(cq); }
 // Takes the next completion into `current`; false when the ring is empty
 // even after moving the engine once.
 bool take(UCq* q) {
-  transport::Wc w;
+  verbs::Wc w;
   if (!q->cq->take_locked(&w)) return false;
   to_ibv_wc(w, &q->current);
   q->ibvx.wr_id = q->current.wr_id;

@@ -14,8 +14,8 @@
 #include <set>
 #include <vector>
 
-#include "drivers/ibverbs/forward.h"
-#include "drivers/ibverbs/provider.h"
+#include "ibverbs/forward.h"
+#include "ibverbs/provider.h"
 #include "log/log.h"
 #include "verbs/port_driver.h"
 

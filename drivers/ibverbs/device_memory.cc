@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstdint>
 
-#include "drivers/ibverbs/provider.h"
+#include "ibverbs/provider.h"
 
 namespace uroce::ibverbs {
 

@@ -9,7 +9,7 @@
 
 #include <cerrno>
 
-#include "drivers/ibverbs/provider.h"
+#include "ibverbs/provider.h"
 
 namespace uroce::ibverbs {
 

@@ -14,8 +14,8 @@
 #include <string>
 #include <string_view>
 
-#include "drivers/ibverbs/forward.h"
-#include "drivers/ibverbs/provider.h"
+#include "ibverbs/forward.h"
+#include "ibverbs/provider.h"
 
 namespace uroce::ibverbs {
 

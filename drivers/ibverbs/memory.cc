@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <limits>
 
-#include "drivers/ibverbs/forward.h"
-#include "drivers/ibverbs/provider.h"
+#include "ibverbs/forward.h"
+#include "ibverbs/provider.h"
 #include "verbs/access.h"
 
 #undef ibv_reg_mr

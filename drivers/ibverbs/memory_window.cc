@@ -3,23 +3,22 @@
 
 #include <cerrno>
 
-#include "drivers/ibverbs/provider.h"
+#include "ibverbs/provider.h"
 
 namespace uroce::ibverbs {
 
 namespace {
 
-namespace tp = transport;
 
-static_assert(static_cast<int>(tp::WrOpcode::kBindMw) == IBV_WR_BIND_MW);
-static_assert(static_cast<int>(tp::WrOpcode::kLocalInv) == IBV_WR_LOCAL_INV);
-static_assert(static_cast<int>(tp::WcStatus::kMwBindErr) == IBV_WC_MW_BIND_ERR);
-static_assert(static_cast<int>(tp::WcOpcode::kBindMw) == IBV_WC_BIND_MW);
+static_assert(static_cast<int>(verbs::WrOpcode::kBindMw) == IBV_WR_BIND_MW);
+static_assert(static_cast<int>(verbs::WrOpcode::kLocalInv) == IBV_WR_LOCAL_INV);
+static_assert(static_cast<int>(verbs::WcStatus::kMwBindErr) == IBV_WC_MW_BIND_ERR);
+static_assert(static_cast<int>(verbs::WcOpcode::kBindMw) == IBV_WC_BIND_MW);
 
 }  // namespace
 
 int to_mw_bind(ibv_qp* qp, ibv_mw* mw, std::uint32_t rkey, const ibv_mw_bind_info& info,
-               tp::MwBind* out) {
+               verbs::MwBind* out) {
   if (mw == nullptr || !ours(mw->context)) return EINVAL;
   const verbs::Mr* mr = info.mr && ours(info.mr->context) ? to_u<UMr>(info.mr)->mr.get() : nullptr;
   if (info.length != 0 && mr == nullptr) return EINVAL;
@@ -64,9 +63,9 @@ int bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* mw_bind) {
     return EINVAL;
   verbs::Mw& w = *to_u<UMw>(mw)->mw;
   const std::uint32_t rkey = w.next_type1_key();
-  tp::SendWr wr;
+  verbs::SendWr wr;
   wr.wr_id = mw_bind->wr_id;
-  wr.opcode = tp::WrOpcode::kBindMw;
+  wr.opcode = verbs::WrOpcode::kBindMw;
   wr.send_flags = mw_bind->send_flags;
   if (int rc = to_mw_bind(qp, mw, rkey, mw_bind->bind_info, &wr.bind); rc != 0) return rc;
   verbs::QueuePair& q = qp_of(qp);

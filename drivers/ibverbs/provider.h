@@ -33,6 +33,7 @@
 #include "verbs/pd.h"
 #include "verbs/queue_pair.h"
 #include "verbs/srq.h"
+#include "verbs/types.h"
 
 namespace uroce::ibverbs {
 
@@ -54,13 +55,13 @@ UDevice* our_device(ibv_device* d);
 
 struct UContext;
 
-/// Turns the transport's asynchronous events on a context's objects into
+/// Turns the asynchronous events of a context's objects into
 /// ibv_async_event records for ibv_get_async_event (async.cc).
-struct ContextEvents : transport::EventSink {
+struct ContextEvents : verbs::AsyncEvents {
   explicit ContextEvents(UContext* c) : ctx(c) {}
-  void cq_overflow(transport::Cq& cq) override;
-  void qp_fatal(transport::Qp& qp) override;
-  void srq_limit_reached(transport::RecvQueue& srq) override;
+  void cq_overflow(verbs::Cq& cq) override;
+  void qp_fatal(verbs::QueuePair& qp) override;
+  void srq_limit_reached(verbs::Srq& srq) override;
   UContext* ctx;
 };
 
@@ -71,8 +72,7 @@ struct UContext {
   ContextEvents events{this};
   std::unique_ptr<verbs::Context> ctx;
   std::mutex async_mu;
-  std::deque<ibv_async_event> async_events;               ///< one count on async_fd each
-  std::unordered_map<const transport::Qp*, ibv_qp*> qps;  ///< under async_mu
+  std::deque<ibv_async_event> async_events;  ///< one count on async_fd each
   int link_listener = 0;
 };
 
@@ -155,11 +155,11 @@ struct UQp {
   // ibv_wr_* (the extended post-send API) builds one WR at a time here and
   // keeps the batch until ibv_wr_complete posts it (ibv_wr_abort drops it).
   struct BatchedWr {
-    transport::SendWr wr;
+    verbs::SendWr wr;
     std::vector<std::uint8_t> inline_data;  ///< copied when set: the program may reuse its buffer
     bool inline_set = false;                ///< wr_set_inline_data(_list) gave it
   };
-  transport::SendWr wr_building;
+  verbs::SendWr wr_building;
   std::vector<std::uint8_t> wr_inline;  ///< the inline data of the WR being built
   bool wr_inline_set = false;
   std::vector<BatchedWr> wr_batch;
@@ -198,7 +198,7 @@ int poll_cq(ibv_cq* cq, int n, ibv_wc* wc);
 /// failure); cq.cc.
 UCq* make_cq(ibv_context* context, std::int64_t cqe, void* cq_context, ibv_comp_channel* channel,
              int comp_vector);
-void to_ibv_wc(const transport::Wc& w, ibv_wc* out);
+void to_ibv_wc(const verbs::Wc& w, ibv_wc* out);
 int req_notify_cq(ibv_cq* cq, int solicited_only);
 int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad);
 int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad);
@@ -226,7 +226,7 @@ int bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* mw_bind);
 /// The bind of `mw` for a WR on `qp`: to have key `rkey` and cover what
 /// `info` names (verbs::Mw::bind_request's checks).
 int to_mw_bind(ibv_qp* qp, ibv_mw* mw, std::uint32_t rkey, const ibv_mw_bind_info& info,
-               transport::MwBind* out);
+               verbs::MwBind* out);
 
 /// Sets up the ibv_qp_ex wr_* operations of a new QP (qp_ex.cc).
 void init_qp_ex(UQp* q);

@@ -1,30 +1,29 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // Queue pairs: creation, the modify_qp state machine, queries, and the
-// post_send / post_recv data path (ibv_send_wr -> transport::SendWr).
+// post_send / post_recv data path (ibv_send_wr -> verbs::SendWr).
 
 #include <cerrno>
 #include <cstring>
 
-#include "drivers/ibverbs/forward.h"
-#include "drivers/ibverbs/provider.h"
-#include "transport/limits.h"
+#include "ibverbs/forward.h"
+#include "ibverbs/provider.h"
+#include "verbs/limits.h"
 #include "verbs/access.h"
 
 namespace uroce::ibverbs {
 
 namespace {
 
-namespace tp = transport;
 
-static_assert(static_cast<int>(tp::WrOpcode::kSendWithInv) == IBV_WR_SEND_WITH_INV);
-static_assert(static_cast<int>(tp::WrOpcode::kAtomicFetchAndAdd) == IBV_WR_ATOMIC_FETCH_AND_ADD);
-static_assert(tp::send_flags::kInline == IBV_SEND_INLINE);
-static_assert(tp::send_flags::kSolicited == IBV_SEND_SOLICITED);
-static_assert(tp::access::kRemoteAtomic == IBV_ACCESS_REMOTE_ATOMIC);
-static_assert(static_cast<int>(tp::QpState::kErr) == IBV_QPS_ERR);
-static_assert(tp::attr_mask::kDestQpn == IBV_QP_DEST_QPN);
-static_assert(tp::attr_mask::kMaxDestRdAtomic == IBV_QP_MAX_DEST_RD_ATOMIC);
-static_assert(tp::attr_mask::kCap == IBV_QP_CAP && tp::attr_mask::kAltPath == IBV_QP_ALT_PATH);
+static_assert(static_cast<int>(verbs::WrOpcode::kSendWithInv) == IBV_WR_SEND_WITH_INV);
+static_assert(static_cast<int>(verbs::WrOpcode::kAtomicFetchAndAdd) == IBV_WR_ATOMIC_FETCH_AND_ADD);
+static_assert(verbs::send_flags::kInline == IBV_SEND_INLINE);
+static_assert(verbs::send_flags::kSolicited == IBV_SEND_SOLICITED);
+static_assert(verbs::access::kRemoteAtomic == IBV_ACCESS_REMOTE_ATOMIC);
+static_assert(static_cast<int>(verbs::QpState::kErr) == IBV_QPS_ERR);
+static_assert(verbs::attr_mask::kDestQpn == IBV_QP_DEST_QPN);
+static_assert(verbs::attr_mask::kMaxDestRdAtomic == IBV_QP_MAX_DEST_RD_ATOMIC);
+static_assert(verbs::attr_mask::kCap == IBV_QP_CAP && verbs::attr_mask::kAltPath == IBV_QP_ALT_PATH);
 
 constexpr unsigned kSendFlags =
     IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE;
@@ -55,13 +54,13 @@ ibv_qp* create(ibv_context* context, const ibv_qp_init_attr_ex& a) {
   verbs::QpCaps caps;
   switch (raw(a.qp_type)) {
     case IBV_QPT_RC:
-      caps.type = tp::QpType::kRc;
+      caps.type = verbs::QpType::kRc;
       break;
     case IBV_QPT_UC:
-      caps.type = tp::QpType::kUc;
+      caps.type = verbs::QpType::kUc;
       break;
     case IBV_QPT_UD:
-      caps.type = tp::QpType::kUd;
+      caps.type = verbs::QpType::kUd;
       break;
     default:
       errno = EOPNOTSUPP;
@@ -96,10 +95,7 @@ ibv_qp* create(ibv_context* context, const ibv_qp_init_attr_ex& a) {
   pthread_mutex_init(&ibqp.mutex, nullptr);
   pthread_cond_init(&ibqp.cond, nullptr);
   init_qp_ex(q);
-  {
-    std::lock_guard lock(c->async_mu);
-    c->qps[&q->qp->qp()] = &ibqp;
-  }
+  q->qp->handle = &ibqp;
   return &ibqp;
 }
 
@@ -113,12 +109,12 @@ void write_caps(const UQp* q, ibv_qp_cap* cap) {
   cap->max_inline_data = g.max_inline_data;
 }
 
-int to_send_wr(UQp* q, const ibv_send_wr& in, tp::SendWr* out) {
+int to_send_wr(UQp* q, const ibv_send_wr& in, verbs::SendWr* out) {
   const std::uint32_t opcode = raw(in.opcode);
   if (opcode > IBV_WR_SEND_WITH_INV) return EINVAL;
   if (in.send_flags & ~kSendFlags) return EINVAL;
   out->wr_id = in.wr_id;
-  out->opcode = static_cast<tp::WrOpcode>(opcode);
+  out->opcode = static_cast<verbs::WrOpcode>(opcode);
   out->send_flags = in.send_flags;
   out->invalidate_rkey = in.invalidate_rkey;
   // A bind or a local invalidation carries no data: its SGL is not looked
@@ -133,7 +129,7 @@ int to_send_wr(UQp* q, const ibv_send_wr& in, tp::SendWr* out) {
     return to_mw_bind(&q->ibvx.qp_base, in.bind_mw.mw, in.bind_mw.rkey, in.bind_mw.bind_info,
                       &out->bind);
   }
-  if (in.num_sge < 0 || static_cast<std::uint32_t>(in.num_sge) > tp::kMaxSge) return EINVAL;
+  if (in.num_sge < 0 || static_cast<std::uint32_t>(in.num_sge) > verbs::kMaxSge) return EINVAL;
   out->num_sge = static_cast<std::uint32_t>(in.num_sge);
   for (int i = 0; i < in.num_sge; ++i)
     out->sg_list[static_cast<std::size_t>(i)] = {in.sg_list[i].addr, in.sg_list[i].length,
@@ -152,7 +148,7 @@ int to_send_wr(UQp* q, const ibv_send_wr& in, tp::SendWr* out) {
       out->rkey = in.wr.rdma.rkey;
       break;
   }
-  if (q->qp->qp().type() == tp::QpType::kUd) {
+  if (q->qp->type() == verbs::QpType::kUd) {
     ibv_ah* ah = in.wr.ud.ah;
     if (!ah || !ours(ah->context)) return EINVAL;
     return q->qp->set_ud_destination(*to_u<UAh>(ah)->ah, in.wr.ud.remote_qpn,
@@ -163,8 +159,8 @@ int to_send_wr(UQp* q, const ibv_send_wr& in, tp::SendWr* out) {
 
 // The transport checks the SGE count against the queue's; this bounds it
 // by what a WR holds.
-int to_recv_wr(const ibv_recv_wr& in, tp::RecvWr* out) {
-  if (in.num_sge < 0 || static_cast<std::uint32_t>(in.num_sge) > tp::kMaxSge) return EINVAL;
+int to_recv_wr(const ibv_recv_wr& in, verbs::RecvWr* out) {
+  if (in.num_sge < 0 || static_cast<std::uint32_t>(in.num_sge) > verbs::kMaxSge) return EINVAL;
   out->wr_id = in.wr_id;
   out->num_sge = static_cast<std::uint32_t>(in.num_sge);
   for (int i = 0; i < in.num_sge; ++i)
@@ -206,7 +202,7 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
   int rc = 0;
   {
     q->qp->lock_send();
-    tp::SendWr w;
+    verbs::SendWr w;
     for (; wr; wr = wr->next) {
       rc = to_send_wr(q, *wr, &w);
       if (rc == 0) rc = q->qp->post_send_locked(w);
@@ -221,7 +217,7 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
 
 int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   verbs::QueuePair& q = qp_of(ibqp);
-  tp::RecvWr r;
+  verbs::RecvWr r;
   for (; wr; wr = wr->next) {
     int rc = to_recv_wr(*wr, &r);
     if (rc == 0) rc = q.post_recv(r);
@@ -235,7 +231,7 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
 
 int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   verbs::Srq& s = *to_u<USrq>(srq)->srq;
-  tp::RecvWr r;
+  verbs::RecvWr r;
   for (; wr; wr = wr->next) {
     int rc = to_recv_wr(*wr, &r);
     if (rc == 0) rc = s.post_recv(r);
@@ -250,6 +246,7 @@ int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad) {
 }  // namespace uroce::ibverbs
 
 using namespace uroce::ibverbs;
+namespace verbs = uroce::verbs;
 
 extern "C" {
 
@@ -279,7 +276,7 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
     UROCE_FORWARD(ibv_modify_qp, "IBVERBS_1.1", ENOSYS, qp, attr, attr_mask);
   UQp* q = to_u<UQp>(qp);
   if (!attr) return EINVAL;
-  namespace am = tp::attr_mask;
+  namespace am = verbs::attr_mask;
   const unsigned mask = static_cast<unsigned>(attr_mask);
   const std::uint32_t state = raw(attr->qp_state), cur_state = raw(attr->cur_qp_state);
   // Enum fields out of their enum's range are refused before they are
@@ -289,8 +286,8 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
   if ((mask & am::kCurState) && cur_state > IBV_QPS_ERR) return EINVAL;
 
   uroce::verbs::QpModify m;
-  tp::QpAttr& a = m.attr;
-  a.qp_state = static_cast<tp::QpState>(state);
+  verbs::QpAttr& a = m.attr;
+  a.qp_state = static_cast<verbs::QpState>(state);
   a.path_mtu = static_cast<uroce::wire::Mtu>(raw(attr->path_mtu));
   a.qkey = attr->qkey;
   a.rq_psn = attr->rq_psn;
@@ -303,7 +300,7 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
   a.timeout = attr->timeout;
   a.retry_cnt = attr->retry_cnt;
   a.rnr_retry = attr->rnr_retry;
-  m.cur_state = static_cast<tp::QpState>(cur_state);
+  m.cur_state = static_cast<verbs::QpState>(cur_state);
   m.port_num = attr->port_num;
   m.pkey_index = attr->pkey_index;
   if (mask & am::kAv) m.av = to_av(attr->ah_attr);
@@ -318,8 +315,8 @@ int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr*
     UROCE_FORWARD(ibv_query_qp, "IBVERBS_1.1", ENOSYS, qp, attr, attr_mask, init_attr);
   if (!attr || !init_attr) return EINVAL;
   UQp* q = to_u<UQp>(qp);
-  tp::QpAttr a;
-  tp::QpState state;
+  verbs::QpAttr a;
+  verbs::QpState state;
   q->qp->query(&a, &state);
   std::memset(attr, 0, sizeof(*attr));
   attr->qp_state = static_cast<ibv_qp_state>(state);
@@ -354,18 +351,11 @@ int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr*
 int ibv_destroy_qp(ibv_qp* qp) {
   if (!qp || !ours(qp->context)) UROCE_FORWARD(ibv_destroy_qp, "IBVERBS_1.1", ENOSYS, qp);
   UQp* q = to_u<UQp>(qp);
-  {
-    // No event names it from now on...
-    UContext* c = to_uctx(qp->context);
-    {
-      std::lock_guard lock(c->async_mu);
-      c->qps.erase(&q->qp->qp());
-    }
-    forget_async_events(c, qp);
-  }
-  // ...and once it is destroyed no packet reaches it and nothing
-  // completes into its CQs any more.
+  // Once it is destroyed no event names it, no packet reaches it and
+  // nothing completes into its CQs any more; then the events queued for it
+  // go.
   uroce::verbs::QueuePair::destroy(q->qp);
+  forget_async_events(to_uctx(qp->context), qp);
   pthread_mutex_destroy(&qp->mutex);
   pthread_cond_destroy(&qp->cond);
   delete q;

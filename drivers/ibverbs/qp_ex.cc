@@ -8,14 +8,13 @@
 #include <cerrno>
 #include <cstring>
 
-#include "drivers/ibverbs/provider.h"
-#include "transport/limits.h"
+#include "ibverbs/provider.h"
+#include "verbs/limits.h"
 
 namespace uroce::ibverbs {
 
 namespace {
 
-namespace tp = transport;
 
 UQp* of(ibv_qp_ex* qx) { return reinterpret_cast<UQp*>(qx); }
 
@@ -29,10 +28,10 @@ void finish(UQp* q) {
   q->wr_count = 0;
 }
 
-void begin(ibv_qp_ex* qx, tp::WrOpcode op) {
+void begin(ibv_qp_ex* qx, verbs::WrOpcode op) {
   UQp* q = of(qx);
   finish(q);
-  q->wr_building = tp::SendWr{};
+  q->wr_building = verbs::SendWr{};
   q->wr_building.opcode = op;
   q->wr_building.wr_id = qx->wr_id;
   q->wr_building.send_flags = qx->wr_flags;
@@ -90,7 +89,7 @@ void wr_atomic_write(ibv_qp_ex* qx, uint32_t, uint64_t, const void*) { unsupport
 // A type 2 window only, as ibv_wr_bind_mw(3) says; a bad bind fails the
 // batch with EINVAL.
 void wr_bind_mw(ibv_qp_ex* qx, ibv_mw* mw, uint32_t rkey, const ibv_mw_bind_info* info) {
-  begin(qx, tp::WrOpcode::kBindMw);
+  begin(qx, verbs::WrOpcode::kBindMw);
   UQp* q = of(qx);
   if (mw == nullptr || info == nullptr || mw->type != IBV_MW_TYPE_2 ||
       to_mw_bind(&qx->qp_base, mw, rkey, *info, &q->wr_building.bind) != 0) {
@@ -100,45 +99,45 @@ void wr_bind_mw(ibv_qp_ex* qx, ibv_mw* mw, uint32_t rkey, const ibv_mw_bind_info
 }
 
 void wr_local_inv(ibv_qp_ex* qx, uint32_t invalidate_rkey) {
-  begin(qx, tp::WrOpcode::kLocalInv);
+  begin(qx, verbs::WrOpcode::kLocalInv);
   of(qx)->wr_building.invalidate_rkey = invalidate_rkey;
 }
 
 void wr_rdma_write(ibv_qp_ex* qx, uint32_t rkey, uint64_t remote_addr) {
-  begin(qx, tp::WrOpcode::kRdmaWrite);
+  begin(qx, verbs::WrOpcode::kRdmaWrite);
   of(qx)->wr_building.rkey = rkey;
   of(qx)->wr_building.remote_addr = remote_addr;
 }
 
 void wr_rdma_write_imm(ibv_qp_ex* qx, uint32_t rkey, uint64_t remote_addr, __be32 imm) {
-  begin(qx, tp::WrOpcode::kRdmaWriteWithImm);
+  begin(qx, verbs::WrOpcode::kRdmaWriteWithImm);
   of(qx)->wr_building.rkey = rkey;
   of(qx)->wr_building.remote_addr = remote_addr;
   of(qx)->wr_building.imm_data = imm;
 }
 
 void wr_rdma_read(ibv_qp_ex* qx, uint32_t rkey, uint64_t remote_addr) {
-  begin(qx, tp::WrOpcode::kRdmaRead);
+  begin(qx, verbs::WrOpcode::kRdmaRead);
   of(qx)->wr_building.rkey = rkey;
   of(qx)->wr_building.remote_addr = remote_addr;
 }
 
-void wr_send(ibv_qp_ex* qx) { begin(qx, tp::WrOpcode::kSend); }
+void wr_send(ibv_qp_ex* qx) { begin(qx, verbs::WrOpcode::kSend); }
 
 void wr_send_imm(ibv_qp_ex* qx, __be32 imm) {
-  begin(qx, tp::WrOpcode::kSendWithImm);
+  begin(qx, verbs::WrOpcode::kSendWithImm);
   of(qx)->wr_building.imm_data = imm;
 }
 
 void wr_send_inv(ibv_qp_ex* qx, uint32_t invalidate_rkey) {
-  begin(qx, tp::WrOpcode::kSendWithInv);
+  begin(qx, verbs::WrOpcode::kSendWithInv);
   of(qx)->wr_building.invalidate_rkey = invalidate_rkey;
 }
 
 void wr_atomic_cmp_swp(ibv_qp_ex* qx, uint32_t rkey, uint64_t remote_addr, uint64_t compare,
                        uint64_t swap) {
-  begin(qx, tp::WrOpcode::kAtomicCmpAndSwp);
-  tp::SendWr& w = of(qx)->wr_building;
+  begin(qx, verbs::WrOpcode::kAtomicCmpAndSwp);
+  verbs::SendWr& w = of(qx)->wr_building;
   w.rkey = rkey;
   w.remote_addr = remote_addr;
   w.compare_add = compare;
@@ -146,22 +145,22 @@ void wr_atomic_cmp_swp(ibv_qp_ex* qx, uint32_t rkey, uint64_t remote_addr, uint6
 }
 
 void wr_atomic_fetch_add(ibv_qp_ex* qx, uint32_t rkey, uint64_t remote_addr, uint64_t add) {
-  begin(qx, tp::WrOpcode::kAtomicFetchAndAdd);
-  tp::SendWr& w = of(qx)->wr_building;
+  begin(qx, verbs::WrOpcode::kAtomicFetchAndAdd);
+  verbs::SendWr& w = of(qx)->wr_building;
   w.rkey = rkey;
   w.remote_addr = remote_addr;
   w.compare_add = add;
 }
 
 void wr_set_sge(ibv_qp_ex* qx, uint32_t lkey, uint64_t addr, uint32_t length) {
-  tp::SendWr& w = of(qx)->wr_building;
+  verbs::SendWr& w = of(qx)->wr_building;
   w.sg_list[0] = {addr, length, lkey};
   w.num_sge = 1;
 }
 
 void wr_set_sge_list(ibv_qp_ex* qx, size_t num_sge, const ibv_sge* sg_list) {
   UQp* q = of(qx);
-  if (num_sge > tp::kMaxSge) {
+  if (num_sge > verbs::kMaxSge) {
     q->wr_error = EINVAL;
     return;
   }
@@ -183,7 +182,7 @@ void wr_set_inline_data_list(ibv_qp_ex* qx, size_t num_buf, const ibv_data_buf* 
     const auto* p = static_cast<const std::uint8_t*>(buf_list[i].addr);
     q->wr_inline.insert(q->wr_inline.end(), p, p + buf_list[i].length);
   }
-  q->wr_building.send_flags |= tp::send_flags::kInline;
+  q->wr_building.send_flags |= verbs::send_flags::kInline;
   q->wr_inline_set = true;
 }
 

@@ -4,8 +4,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "drivers/ibverbs/forward.h"
-#include "drivers/ibverbs/provider.h"
+#include "ibverbs/forward.h"
+#include "ibverbs/provider.h"
 
 namespace uroce::ibverbs {
 

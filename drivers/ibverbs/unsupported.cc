@@ -6,8 +6,8 @@
 
 #include <cerrno>
 
-#include "drivers/ibverbs/forward.h"
-#include "drivers/ibverbs/provider.h"
+#include "ibverbs/forward.h"
+#include "ibverbs/provider.h"
 
 using namespace uroce::ibverbs;
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // include/uroce/uroce.h over lib/verbs: each public object holds the
-// verbs-layer or transport object that does the work, and calls convert
-// between the public structs and the transport's.
+// verbs object that does the work and keeps the rules; calls convert
+// between the public structs and the verbs layer's.
 
 #include "uroce/uroce.h"
 
@@ -11,9 +11,7 @@
 #include <cerrno>
 #include <thread>
 
-#include "engine/engine.h"
-#include "transport/limits.h"
-#include "transport/random.h"
+#include "verbs/access.h"
 #include "verbs/ah.h"
 #include "verbs/cq.h"
 #include "verbs/device.h"
@@ -21,21 +19,21 @@
 #include "verbs/pd.h"
 #include "verbs/queue_pair.h"
 #include "verbs/srq.h"
+#include "verbs/types.h"
 
 namespace uroce {
 
-namespace tp = transport;
 
 static_assert(static_cast<int>(Opcode::kAtomicFetchAndAdd) ==
-              static_cast<int>(tp::WrOpcode::kAtomicFetchAndAdd));
+              static_cast<int>(verbs::WrOpcode::kAtomicFetchAndAdd));
 static_assert(static_cast<int>(WcStatus::kGeneralErr) ==
-              static_cast<int>(tp::WcStatus::kGeneralErr));
+              static_cast<int>(verbs::WcStatus::kGeneralErr));
 static_assert(static_cast<int>(WcOpcode::kRecvRdmaWithImm) ==
-              static_cast<int>(tp::WcOpcode::kRecvRdmaWithImm));
-static_assert(static_cast<int>(QpState::kErr) == static_cast<int>(tp::QpState::kErr));
-static_assert(wc_flags::kGrh == tp::wc_flags::kGrh && wc_flags::kWithImm == tp::wc_flags::kWithImm);
-static_assert(access::kRemoteAtomic == tp::access::kRemoteAtomic);
-static_assert(send_flags::kInline == tp::send_flags::kInline);
+              static_cast<int>(verbs::WcOpcode::kRecvRdmaWithImm));
+static_assert(static_cast<int>(QpState::kErr) == static_cast<int>(verbs::QpState::kErr));
+static_assert(wc_flags::kGrh == verbs::wc_flags::kGrh && wc_flags::kWithImm == verbs::wc_flags::kWithImm);
+static_assert(access::kRemoteAtomic == verbs::access::kRemoteAtomic);
+static_assert(send_flags::kInline == verbs::send_flags::kInline);
 
 // --- Gid ---------------------------------------------------------------
 
@@ -121,21 +119,14 @@ struct QueuePair::Impl {
 
 namespace {
 
-std::vector<Counter> qp_counters(const tp::Qp& qp) {
-  std::vector<Counter> out;
-  qp.counters().for_each(
-      [&](std::string_view name, std::uint64_t v) { out.emplace_back(std::string(name), v); });
-  return out;
-}
-
-int copy_sges(std::span<const Sge> in, std::uint32_t max, tp::Sge* out, std::uint32_t* n) {
+int copy_sges(std::span<const Sge> in, std::uint32_t max, verbs::Sge* out, std::uint32_t* n) {
   if (in.size() > max) return EINVAL;
   for (std::size_t i = 0; i < in.size(); ++i) out[i] = {in[i].addr, in[i].length, in[i].lkey};
   *n = static_cast<std::uint32_t>(in.size());
   return 0;
 }
 
-Completion from_wc(const tp::Wc& w) {
+Completion from_wc(const verbs::Wc& w) {
   Completion c;
   c.wr_id = w.wr_id;
   c.status = static_cast<WcStatus>(w.status);
@@ -212,7 +203,7 @@ std::unique_ptr<CompletionQueue> Device::create_cq(std::uint32_t depth, int* err
   return std::unique_ptr<CompletionQueue>(new CompletionQueue(std::move(impl)));
 }
 
-void Device::poll() { impl_->dev->engine().poll(engine::now_ns()); }
+void Device::poll() { impl_->dev->poll(); }
 
 std::vector<Counter> Device::counters() const {
   // The device's own counters, as uroce-stat shows them; each QP's are
@@ -235,7 +226,7 @@ CompletionQueue::CompletionQueue(std::unique_ptr<Impl> impl) : impl_(std::move(i
 CompletionQueue::~CompletionQueue() = default;
 
 std::size_t CompletionQueue::poll(std::span<Completion> out) {
-  tp::Wc buf[32];
+  verbs::Wc buf[32];
   std::size_t got = 0;
   while (got < out.size()) {
     const auto want = static_cast<std::uint32_t>(std::min<std::size_t>(out.size() - got, 32));
@@ -271,9 +262,9 @@ SharedReceiveQueue::SharedReceiveQueue(std::unique_ptr<Impl> impl) : impl_(std::
 SharedReceiveQueue::~SharedReceiveQueue() = default;
 
 int SharedReceiveQueue::post_recv(const RecvWr& wr) {
-  tp::RecvWr r;
+  verbs::RecvWr r;
   r.wr_id = wr.wr_id;
-  if (int rc = copy_sges(wr.sges, tp::kMaxSge, r.sg_list.data(), &r.num_sge); rc != 0) return rc;
+  if (int rc = copy_sges(wr.sges, verbs::kMaxSge, r.sg_list.data(), &r.num_sge); rc != 0) return rc;
   return impl_->srq->post_recv(r);
 }
 
@@ -306,7 +297,7 @@ std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInit& init, int* 
     return nullptr;
   }
   verbs::QpCaps caps;
-  caps.type = static_cast<tp::QpType>(init.type);
+  caps.type = static_cast<verbs::QpType>(init.type);
   caps.max_send_wr = init.max_send_wr;
   caps.max_recv_wr = init.max_recv_wr;
   caps.max_send_sge = init.max_send_sge;
@@ -314,7 +305,7 @@ std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInit& init, int* 
   caps.max_inline_data = init.max_inline_data;
   caps.sq_sig_all = init.sq_sig_all;
   auto impl = std::make_unique<QueuePair::Impl>();
-  impl->psn = tp::secure_random_psn();
+  impl->psn = verbs::QueuePair::random_psn();
   if (int rc = verbs::QueuePair::create(*impl_->pd, caps, *init.send_cq->impl_->cq,
                                         *init.recv_cq->impl_->cq,
                                         init.srq ? init.srq->impl_->srq.get() : nullptr, &impl->qp);
@@ -354,12 +345,12 @@ QueuePair::QueuePair(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 QueuePair::~QueuePair() = default;
 std::uint32_t QueuePair::qpn() const { return impl_->qp->qpn(); }
 std::uint32_t QueuePair::psn() const { return impl_->psn; }
-QpState QueuePair::state() const { return static_cast<QpState>(impl_->qp->qp().state()); }
+QpState QueuePair::state() const { return static_cast<QpState>(impl_->qp->state()); }
 
 int QueuePair::connect(const Remote& peer, const ConnectOptions& o) {
-  using namespace tp::attr_mask;
+  using namespace verbs::attr_mask;
   verbs::QueuePair& q = *impl_->qp;
-  const tp::QpType type = q.qp().type();
+  const verbs::QpType type = q.type();
   wire::Mtu mtu = q.pd().device().port_attr().active_mtu;
   if (o.path_mtu != 0) {
     const auto code = std::countr_zero(o.path_mtu) - 7;  // 256 -> 1 ... 4096 -> 5
@@ -368,23 +359,23 @@ int QueuePair::connect(const Remote& peer, const ConnectOptions& o) {
     mtu = static_cast<wire::Mtu>(code);
   }
   verbs::QpModify m;
-  tp::QpAttr& a = m.attr;
-  a.qp_state = tp::QpState::kInit;
+  verbs::QpAttr& a = m.attr;
+  a.qp_state = verbs::QpState::kInit;
   a.qp_access_flags = o.access;
   a.qkey = o.qkey;
-  if (type == tp::QpType::kUd) {
+  if (type == verbs::QpType::kUd) {
     if (int rc = q.modify(m, kState | kPkeyIndex | kPort | kQkey); rc != 0) return rc;
-    a.qp_state = tp::QpState::kRtr;
+    a.qp_state = verbs::QpState::kRtr;
     if (int rc = q.modify(m, kState); rc != 0) return rc;
-    a.qp_state = tp::QpState::kRts;
+    a.qp_state = verbs::QpState::kRts;
     a.sq_psn = impl_->psn;
     return q.modify(m, kState | kSqPsn);
   }
-  const bool rc_qp = type == tp::QpType::kRc;
+  const bool rc_qp = type == verbs::QpType::kRc;
   if (int rc = q.modify(m, kState | kPkeyIndex | kPort | kAccessFlags); rc != 0) return rc;
   m.av.sgid_index = o.sgid_index;
   m.av.dgid = peer.gid.raw;
-  a.qp_state = tp::QpState::kRtr;
+  a.qp_state = verbs::QpState::kRtr;
   a.path_mtu = mtu;
   a.dest_qp_num = peer.qpn;
   a.rq_psn = peer.psn;
@@ -394,7 +385,7 @@ int QueuePair::connect(const Remote& peer, const ConnectOptions& o) {
                                (rc_qp ? kMaxDestRdAtomic | kMinRnrTimer : 0));
       rc != 0)
     return rc;
-  a.qp_state = tp::QpState::kRts;
+  a.qp_state = verbs::QpState::kRts;
   a.sq_psn = impl_->psn;
   a.timeout = o.timeout;
   a.retry_cnt = o.retry_cnt;
@@ -405,11 +396,11 @@ int QueuePair::connect(const Remote& peer, const ConnectOptions& o) {
 }
 
 int QueuePair::post_send(const SendWr& wr) {
-  tp::SendWr w;
+  verbs::SendWr w;
   w.wr_id = wr.wr_id;
-  w.opcode = static_cast<tp::WrOpcode>(wr.opcode);
+  w.opcode = static_cast<verbs::WrOpcode>(wr.opcode);
   w.send_flags = wr.flags;
-  if (int rc = copy_sges(wr.sges, tp::kMaxSge, w.sg_list.data(), &w.num_sge); rc != 0) return rc;
+  if (int rc = copy_sges(wr.sges, verbs::kMaxSge, w.sg_list.data(), &w.num_sge); rc != 0) return rc;
   w.imm_data = wr.imm_data;
   w.remote_addr = wr.remote_addr;
   w.rkey = wr.rkey;
@@ -426,12 +417,17 @@ int QueuePair::post_send(const SendWr& wr) {
 }
 
 int QueuePair::post_recv(const RecvWr& wr) {
-  tp::RecvWr r;
+  verbs::RecvWr r;
   r.wr_id = wr.wr_id;
-  if (int rc = copy_sges(wr.sges, tp::kMaxSge, r.sg_list.data(), &r.num_sge); rc != 0) return rc;
+  if (int rc = copy_sges(wr.sges, verbs::kMaxSge, r.sg_list.data(), &r.num_sge); rc != 0) return rc;
   return impl_->qp->post_recv(r);
 }
 
-std::vector<Counter> QueuePair::counters() const { return qp_counters(impl_->qp->qp()); }
+std::vector<Counter> QueuePair::counters() const {
+  std::vector<Counter> out;
+  impl_->qp->for_each_counter(
+      [&](std::string_view name, std::uint64_t v) { out.emplace_back(std::string(name), v); });
+  return out;
+}
 
 }  // namespace uroce

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "verbs/completion_channel.h"
 
+#include "verbs/cq.h"
+
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -63,5 +65,7 @@ transport::Cq* CompletionChannel::get_event() {
     if (cq) return cq;
   }
 }
+
+Cq* CompletionChannel::get_cq_event() { return static_cast<Cq*>(get_event()); }
 
 }  // namespace uroce::verbs

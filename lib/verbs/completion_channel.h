@@ -17,6 +17,8 @@
 
 namespace uroce::verbs {
 
+class Cq;
+
 class CompletionChannel : public transport::CqNotifier {
  public:
   /// A channel of `ctx`. EMFILE when no descriptor is left.
@@ -36,6 +38,8 @@ class CompletionChannel : public transport::CqNotifier {
   /// ibv_get_cq_event: the CQ of the next event, waiting for one (unless
   /// the descriptor was made non-blocking, then null with errno EAGAIN).
   transport::Cq* get_event();
+  /// The same for a channel of a context, whose CQs are verbs CQs.
+  Cq* get_cq_event();
 
   /// Drops the events of a CQ about to be destroyed.
   void forget(transport::Cq& cq);

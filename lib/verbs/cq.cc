@@ -14,7 +14,7 @@ int Cq::create(Context& ctx, std::int64_t cqe, CompletionChannel* channel, int c
       comp_vector >= kNumCompVectors || (channel && channel->context() != &ctx))
     return EINVAL;
   std::unique_ptr<Cq> cq(new Cq(ctx, static_cast<std::uint32_t>(cqe)));
-  cq->set_events(ctx.events());
+  cq->set_events(ctx.event_sink());
   if (channel) {
     cq->channel_ = channel;
     channel->users().acquire();

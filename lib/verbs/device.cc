@@ -145,6 +145,8 @@ Device::~Device() {
   port_.reset();
 }
 
+void Device::poll() { engine_->poll(engine::now_ns()); }
+
 PortAttr Device::port_attr() const {
   PortAttr p;
   p.state = port_->link_up() ? PortState::kActive : PortState::kDown;

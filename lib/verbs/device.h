@@ -65,6 +65,9 @@ class Device {
   const std::vector<wire::IpAddr>& gids() const { return gids_; }
 
   engine::Engine& engine() { return *engine_; }
+  /// Runs one iteration of the engine on this thread, waiting for it if
+  /// another thread has it.
+  void poll();
 
   /// DCQCN for a new QP, or null when congestion control is off: its
   /// gate and observer go into the QP's QpInit.

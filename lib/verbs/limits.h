@@ -12,6 +12,12 @@
 
 namespace uroce::verbs {
 
+// The transport's, under the verbs layer's names.
+inline constexpr std::uint32_t kMaxSge = transport::kMaxSge;
+inline constexpr std::uint32_t kMaxInlineData = transport::kMaxInlineData;
+inline constexpr std::uint32_t kMaxQpWr = transport::kMaxQpWr;
+inline constexpr std::uint32_t kMaxMessageSize = transport::kMaxMessageSize;
+
 /// QPs, CQs, PDs, SRQs and AHs a device holds at most, each.
 inline constexpr std::uint32_t kMaxQp = 1u << 16;
 inline constexpr std::uint32_t kMaxCqe = 1u << 20;

@@ -5,6 +5,7 @@
 #include <cerrno>
 
 #include "cc/qp_congestion.h"
+#include "transport/random.h"
 #include "verbs/access.h"
 #include "verbs/device.h"
 
@@ -65,7 +66,7 @@ int QueuePair::create(Pd& pd, const QpCaps& caps, Cq& send_cq, Cq& recv_cq, Srq*
   init.sq_sig_all = caps.sq_sig_all;
   init.memory = &q->memory_;
   q->memory_.set_qpn(init.qpn);
-  init.events = ctx.events();
+  init.events = ctx.event_sink();
   init.port_mtu = dev.port_attr().active_mtu;
   q->cc_ = dev.make_congestion(&q->qp_raw_);
   if (q->cc_ && caps.type != QpType::kUd) {
@@ -75,6 +76,7 @@ int QueuePair::create(Pd& pd, const QpCaps& caps, Cq& send_cq, Cq& recv_cq, Srq*
   }
   q->qp_ = std::make_unique<transport::Qp>(init);
   q->qp_raw_ = q->qp_.get();
+  ctx.enter(*q->qp_, *q);
   dev.engine().attach(*q->qp_);
   *out = std::move(q);
   return 0;
@@ -83,6 +85,9 @@ int QueuePair::create(Pd& pd, const QpCaps& caps, Cq& send_cq, Cq& recv_cq, Srq*
 QueuePair::~QueuePair() {
   Device& dev = pd_.device();
   if (qp_) {
+    // No event names it from now on, and once it is detached no packet
+    // reaches it.
+    context().leave(*qp_);
     dev.engine().detach(qp_->qpn());
     memory_.release();
     dev.retire_qp_counters(qp_->counters());
@@ -134,6 +139,8 @@ void QueuePair::query(transport::QpAttr* attr, transport::QpState* state) {
     *state = qp_->state();
   });
 }
+
+std::uint32_t QueuePair::random_psn() { return transport::secure_random_psn(); }
 
 int QueuePair::post_send(const transport::SendWr& wr) {
   std::lock_guard lock(send_mu_);

@@ -66,6 +66,16 @@ class QueuePair {
   transport::Qp& qp() { return *qp_; }
   const transport::Qp& qp() const { return *qp_; }
   std::uint32_t qpn() const { return qp_->qpn(); }
+  transport::QpType type() const { return qp_->type(); }
+  /// A snapshot of its state (another thread may be moving it).
+  transport::QpState state() const { return qp_->state(); }
+  /// Calls fn(name, value) for each of the QP's transport counters.
+  template <typename F>
+  void for_each_counter(F&& fn) const {
+    qp_->counters().for_each(fn);
+  }
+  /// An initial PSN, unpredictable (for front ends that choose one).
+  static std::uint32_t random_psn();
   Pd& pd() const { return pd_; }
   Context& context() const { return pd_.context(); }
   Cq& send_cq() const { return send_cq_; }
@@ -73,6 +83,8 @@ class QueuePair {
   Srq* srq() const { return srq_; }
   /// The capabilities granted (at least those asked for).
   const QpCaps& caps() const { return caps_; }
+  /// The program's handle of the QP (its ibv_qp), for events.
+  void* handle = nullptr;
 
   /// ibv_modify_qp: checks what the verbs check (known mask bits, the
   /// current state, port 1, P_Key index 0, QP access flags, an address

@@ -14,7 +14,7 @@ int Srq::create(Pd& pd, std::uint32_t max_wr, std::uint32_t max_sge, std::uint32
       limit > max_wr)
     return EINVAL;
   std::unique_ptr<Srq> s(new Srq(pd, max_wr, max_sge));
-  s->set_events(pd.context().events());
+  s->set_events(pd.context().event_sink());
   s->arm_limit(limit);
   pd.users().acquire();
   *out = std::move(s);
