@@ -169,6 +169,22 @@ int to_recv_wr(const ibv_recv_wr& in, verbs::RecvWr* out) {
   return 0;
 }
 
+// Posts a chain of receive WRs to `queue` (a QP or an SRQ), stopping at
+// the first it refuses, which *bad then names.
+template <typename Queue>
+int post_recv_chain(Queue& queue, ibv_recv_wr* wr, ibv_recv_wr** bad) {
+  verbs::RecvWr r;
+  for (; wr; wr = wr->next) {
+    int rc = to_recv_wr(*wr, &r);
+    if (rc == 0) rc = queue.post_recv(r);
+    if (rc != 0) {
+      if (bad) *bad = wr;
+      return rc;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
@@ -215,33 +231,14 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
   return rc;
 }
 
-int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
-  verbs::QueuePair& q = qp_of(ibqp);
-  verbs::RecvWr r;
-  for (; wr; wr = wr->next) {
-    int rc = to_recv_wr(*wr, &r);
-    if (rc == 0) rc = q.post_recv(r);
-    if (rc != 0) {
-      if (bad) *bad = wr;
-      return rc;
-    }
-  }
-  return 0;
+int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
+  return post_recv_chain(qp_of(qp), wr, bad);
 }
 
 int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad) {
-  verbs::Srq& s = *to_u<USrq>(srq)->srq;
-  verbs::RecvWr r;
-  for (; wr; wr = wr->next) {
-    int rc = to_recv_wr(*wr, &r);
-    if (rc == 0) rc = s.post_recv(r);
-    if (rc != 0) {
-      if (bad) *bad = wr;
-      return rc;
-    }
-  }
-  return 0;
+  return post_recv_chain(*to_u<USrq>(srq)->srq, wr, bad);
 }
+
 
 }  // namespace uroce::ibverbs
 

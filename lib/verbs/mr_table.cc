@@ -30,24 +30,43 @@ int MrTable::reg(PdId pd, void* addr, std::uint64_t length, std::uint64_t iova, 
   if (addr == nullptr && length != 0 && !implicit) return EINVAL;
   if (on_demand && !odp::available()) return EOPNOTSUPP;
   std::lock_guard lock(mu_);
-  if (free_.empty()) return ENOMEM;
-  const std::uint32_t index = free_.back();
+  std::uint32_t index;
+  Entry* e = take_slot(pd, &index);
+  if (!e) return ENOMEM;
+  e->host = reinterpret_cast<std::uintptr_t>(addr);
+  e->iova = iova;
+  e->length = length;
+  e->access = flags;
+  e->on_demand = on_demand;
+  *out = {publish(*e, index), 0};
+  out->rkey = out->lkey;
+  return 0;
+}
+
+MrTable::Entry* MrTable::take_slot(PdId pd, std::uint32_t* index) {
+  if (free_.empty()) return nullptr;
+  *index = free_.back();
   free_.pop_back();
-  Entry& e = entries_[index];
+  Entry& e = entries_[*index];
   e.pd = pd;
-  e.host = reinterpret_cast<std::uintptr_t>(addr);
-  e.iova = iova;
-  e.length = length;
-  e.access = flags;
-  e.on_demand = on_demand;
+  e.host = 0;
+  e.iova = 0;
+  e.length = 0;
+  e.access = 0;
+  e.on_demand = false;
   e.windows = 0;
   e.mw_type = 0;
   e.bound = false;
+  e.qpn = 0;
+  e.parent = 0;
+  return &e;
+}
+
+std::uint32_t MrTable::publish(Entry& e, std::uint32_t index) {
   const std::uint32_t key = index << 8 | (transport::secure_random_u32() & 0xFF);
   // Release: a lookup that sees the key sees the fields.
   e.key.store(key, std::memory_order_release);
-  *out = {key, key};
-  return 0;
+  return key;
 }
 
 int MrTable::dereg(std::uint32_t lkey) {
@@ -154,26 +173,13 @@ MemRef MrTable::check(const Entry& entry, std::uint64_t addr, std::uint64_t leng
 int MrTable::alloc_mw(PdId pd, int type, MwInfo* out) {
   if (type != 1 && type != 2) return EINVAL;  // IBV_MW_TYPE_1, IBV_MW_TYPE_2
   std::lock_guard lock(mu_);
-  if (free_.empty()) return ENOMEM;
-  const std::uint32_t index = free_.back();
-  free_.pop_back();
-  Entry& e = entries_[index];
-  e.pd = pd;
-  e.host = 0;
-  e.iova = 0;
-  e.length = 0;
-  e.access = 0;
-  e.on_demand = false;
-  e.windows = 0;
-  e.mw_type = static_cast<std::uint8_t>(type);
-  e.bound = false;
-  e.qpn = 0;
-  e.parent = 0;
+  std::uint32_t index;
+  Entry* e = take_slot(pd, &index);
+  if (!e) return ENOMEM;
+  e->mw_type = static_cast<std::uint8_t>(type);
   if (next_mw_id_ == 0) ++next_mw_id_;
-  e.mw_id = next_mw_id_++;
-  const std::uint32_t key = index << 8 | (transport::secure_random_u32() & 0xFF);
-  e.key.store(key, std::memory_order_release);
-  *out = {key, index, e.mw_id};
+  e->mw_id = next_mw_id_++;
+  *out = {publish(*e, index), index, e->mw_id};
   return 0;
 }
 

@@ -142,6 +142,11 @@ class MrTable {
     std::uint32_t qpn = 0;     ///< a bound type 2 window's QP
     std::uint32_t parent = 0;  ///< a bound window's region's slot
   };
+  /// A free slot, cleared and given to `pd` (under mu_); null when the
+  /// table is full.
+  Entry* take_slot(PdId pd, std::uint32_t* index);
+  /// Gives the slot its new key, making it visible to lookups.
+  static std::uint32_t publish(Entry& e, std::uint32_t index);
   /// The live entry behind `key` in `pd`, or null.
   const Entry* find(PdId pd, std::uint32_t key) const;
   transport::MemRef check(const Entry& e, std::uint64_t addr, std::uint64_t length,
