@@ -112,7 +112,13 @@ DpdkPort::~DpdkPort() {
   if (pool_) rte_mempool_free(pool_);
 }
 
-std::uint16_t DpdkPort::rx_burst(engine::RxFrame* out, std::uint16_t max) {
+void DpdkPort::attach_thread() {
+  // The registration lasts as long as the thread: an lcore id, and with it
+  // per-thread mempool caches for every mbuf the port takes and gives back.
+  static thread_local const ThreadRegistration lcore;
+}
+
+std::uint16_t DpdkPort::rx_burst(port::RxFrame* out, std::uint16_t max) {
   rte_mbuf* m[64];
   const std::uint16_t n = rte_eth_rx_burst(port_id_, 0, m, std::min<std::uint16_t>(max, 64));
   std::uint16_t k = 0;
@@ -130,13 +136,13 @@ std::uint16_t DpdkPort::rx_burst(engine::RxFrame* out, std::uint16_t max) {
   return k;
 }
 
-void DpdkPort::rx_release(engine::RxFrame* frames, std::uint16_t n) {
+void DpdkPort::rx_release(port::RxFrame* frames, std::uint16_t n) {
   rte_mbuf* m[64];
   for (std::uint16_t i = 0; i < n; ++i) m[i] = static_cast<rte_mbuf*>(frames[i].handle);
   rte_pktmbuf_free_bulk(m, n);
 }
 
-bool DpdkPort::tx_alloc(std::uint32_t size, engine::TxFrame& out) {
+bool DpdkPort::tx_alloc(std::uint32_t size, port::TxFrame& out) {
   rte_mbuf* m = rte_pktmbuf_alloc(pool_);
   if (!m) return false;
   if (size > rte_pktmbuf_tailroom(m)) {
@@ -149,7 +155,7 @@ bool DpdkPort::tx_alloc(std::uint32_t size, engine::TxFrame& out) {
   return true;
 }
 
-std::uint16_t DpdkPort::tx_burst(engine::TxFrame* frames, std::uint16_t n) {
+std::uint16_t DpdkPort::tx_burst(port::TxFrame* frames, std::uint16_t n) {
   rte_mbuf* m[80];
   n = std::min<std::uint16_t>(n, 80);
   for (std::uint16_t i = 0; i < n; ++i) {
@@ -165,7 +171,7 @@ std::uint16_t DpdkPort::tx_burst(engine::TxFrame* frames, std::uint16_t n) {
   return rte_eth_tx_burst(port_id_, 0, m, n);
 }
 
-void DpdkPort::tx_free(engine::TxFrame& frame) {
+void DpdkPort::tx_free(port::TxFrame& frame) {
   rte_pktmbuf_free(static_cast<rte_mbuf*>(frame.handle));
   frame.handle = nullptr;
 }

@@ -38,7 +38,7 @@ std::string priority_list(std::uint8_t mask) {
 }
 }  // namespace
 
-Engine::Engine(Port& port, EngineConfig cfg)
+Engine::Engine(port::Port& port, EngineConfig cfg)
     : port_(port),
       cfg_(std::move(cfg)),
       mac_(port.mac()),
@@ -63,8 +63,8 @@ Engine::Engine(Port& port, EngineConfig cfg)
 
 Engine::~Engine() {
   // Frames still waiting go back to the port's pool.
-  for (TxFrame& f : backlog_) port_.tx_free(f);
-  for (TxFrame& f : tx_held_) port_.tx_free(f);
+  for (port::TxFrame& f : backlog_) port_.tx_free(f);
+  for (port::TxFrame& f : tx_held_) port_.tx_free(f);
   for (Buffered& b : rx_buffer_) port_.rx_release(&b.frame, 1);
 }
 
@@ -108,7 +108,7 @@ void Engine::run_once(Nanos now, std::uint32_t* work) {
   // older reading must not take time backwards (pause timers, buckets).
   now = std::max(now, last_now_);
   last_now_ = now;
-  RxFrame frames[64];
+  port::RxFrame frames[64];
   std::uint32_t n = 0;
   if (buffered_rx_) {
     // Empty the port into the buffer, as a NIC fills its packet buffer
@@ -165,7 +165,7 @@ std::uint32_t Engine::run_loopback(Nanos now) {
   return static_cast<std::uint32_t>(batch.size());
 }
 
-bool Engine::to_self(const TxFrame& f) const {
+bool Engine::to_self(const port::TxFrame& f) const {
   // Our MAC and one of our addresses: another program on the same port
   // (same MAC, its own address) is reached through the port.
   const std::uint8_t* p = f.room.data();
@@ -183,7 +183,7 @@ bool Engine::to_self(const TxFrame& f) const {
   return false;
 }
 
-void Engine::loop_back(TxFrame& f) {
+void Engine::loop_back(port::TxFrame& f) {
   if (loopback_.size() >= kMaxLoopback) {
     // As a congested link would: the transport's retries recover.
     counters_.inc(EngineCounter::kTxDropped);
@@ -207,7 +207,7 @@ void Engine::loop_back(TxFrame& f) {
   counters_.inc(EngineCounter::kTxLoopback);
 }
 
-void Engine::buffer_rx(RxFrame* frames, std::uint16_t n, Nanos now) {
+void Engine::buffer_rx(port::RxFrame* frames, std::uint16_t n, Nanos now) {
   for (std::uint16_t i = 0; i < n; ++i) {
     const ConstBytes f = frames[i].data;
     const bool mac_control = f.size() >= wire::EthHdr::kSize &&
@@ -249,7 +249,7 @@ std::uint32_t Engine::drain_rx_buffer(Nanos now) {
                             rx_tokens_ + static_cast<double>(now - rx_tokens_at_) * rate / 8000.0);
     rx_tokens_at_ = now;
   }
-  RxFrame done[64];
+  port::RxFrame done[64];
   std::uint16_t n = 0;
   const std::uint16_t budget = std::min<std::uint16_t>(cfg_.rx_burst, 64);
   while (!rx_buffer_.empty() && n < budget) {
@@ -297,7 +297,7 @@ void Engine::run_pfc(Nanos now) {
 }
 
 void Engine::send_pfc() {
-  TxFrame f;
+  port::TxFrame f;
   if (!port_.tx_alloc(wire::kMinFrameSize, f)) return;  // tried again next time
   f.length = static_cast<std::uint32_t>(
       wire::build_pfc_frame(f.room, mac_, pfc_pending_->class_enable, pfc_pending_->class_time));
@@ -473,7 +473,7 @@ void Engine::send_raw(ConstBytes frame) {
   const bool tag = cfg_.vlan_id != 0 && frame.size() >= wire::EthHdr::kSize &&
                    wire::load_be16(frame.data() + 12) != wire::ether_type::kVlan;
   const auto len = static_cast<std::uint32_t>(frame.size() + (tag ? wire::VlanTag::kSize : 0));
-  TxFrame f;
+  port::TxFrame f;
   if (!port_.tx_alloc(len, f)) {
     counters_.inc(EngineCounter::kTxDropped);
     return;
@@ -633,13 +633,13 @@ std::uint32_t Engine::run_tx(Nanos now) {
   return sent;
 }
 
-void Engine::transmit_frames(TxFrame* frames, std::uint16_t n) {
+void Engine::transmit_frames(port::TxFrame* frames, std::uint16_t n) {
   if (fault_.enabled()) {
     // Transmit-side impairments: drop, corrupt, duplicate, hold back.
-    TxFrame out[2 * 32 + 8];
+    port::TxFrame out[2 * 32 + 8];
     std::uint16_t m = 0;
     for (std::uint16_t i = 0; i < n && std::size_t{m} + 2 < std::size(out); ++i) {
-      TxFrame& f = frames[i];
+      port::TxFrame& f = frames[i];
       const FaultDecision d = fault_.tx();
       if (d.drop) {
         counters_.inc(EngineCounter::kFaultDropped);
@@ -652,7 +652,7 @@ void Engine::transmit_frames(TxFrame* frames, std::uint16_t n) {
         counters_.inc(EngineCounter::kFaultCorrupted);
       }
       if (d.duplicate) {
-        TxFrame copy;
+        port::TxFrame copy;
         if (port_.tx_alloc(f.length, copy)) {
           std::memcpy(copy.room.data(), f.room.data(), f.length);
           copy.length = f.length;
@@ -680,7 +680,7 @@ void Engine::transmit_frames(TxFrame* frames, std::uint16_t n) {
   send_to_port(frames, n);
 }
 
-void Engine::send_to_port(TxFrame* frames, std::uint16_t n) {
+void Engine::send_to_port(port::TxFrame* frames, std::uint16_t n) {
   // Frames to the device itself never reach the wire: they come back in
   // through the receive path, every check included, as an RDMA NIC loops
   // back traffic between two of its own QPs.
@@ -730,7 +730,7 @@ bool Engine::Sink::transmit(const transport::TxPacket& pkt) {
   const wire::OpcodeInfo& info = wire::opcode_info(pkt.bth.opcode);
   const auto len =
       static_cast<std::uint32_t>(wire::roce_frame_length(route, info, pkt.payload_len));
-  TxFrame& f = batch_[n_];
+  port::TxFrame& f = batch_[n_];
   if (!e_.port_.tx_alloc(len, f)) return false;
   // IPv4 header checksums go to the port when it offers to compute them.
   const bool offload = e_.ipv4_checksum_offload_ && !route.ipv6();

@@ -20,10 +20,10 @@
 #include "engine/counters.h"
 #include "engine/fault.h"
 #include "engine/neighbors.h"
-#include "engine/port.h"
 #include "engine/timer_wheel.h"
 #include "pfc/pause_generator.h"
 #include "pfc/pause_state.h"
+#include "port/port.h"
 #include "transport/qp.h"
 #include "transport/tx.h"
 
@@ -72,7 +72,7 @@ inline Nanos now_ns() {
 
 class Engine {
  public:
-  Engine(Port& port, EngineConfig cfg);
+  Engine(port::Port& port, EngineConfig cfg);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -125,7 +125,7 @@ class Engine {
   /// True when the NIC does PFC; false when uroce does, or nobody does.
   bool hardware_pfc() const { return hardware_pfc_; }
   wire::MacAddr mac() const { return mac_; }
-  Port& port() { return port_; }
+  port::Port& port() { return port_; }
 
  private:
   // Builds frames for the QPs into port buffers, in batches.
@@ -139,7 +139,7 @@ class Engine {
    private:
     static constexpr std::uint16_t kBatch = 32;
     Engine& e_;
-    TxFrame batch_[kBatch];
+    port::TxFrame batch_[kBatch];
     std::uint16_t n_ = 0;
   };
 
@@ -151,7 +151,7 @@ class Engine {
   void on_ndp(wire::ConstBytes frame);
   void on_mac_control(wire::ConstBytes frame, Nanos now);
   // The receive buffer: fill it from a burst, let frames out of it.
-  void buffer_rx(RxFrame* frames, std::uint16_t n, Nanos now);
+  void buffer_rx(port::RxFrame* frames, std::uint16_t n, Nanos now);
   std::uint32_t drain_rx_buffer(Nanos now);
   /// The slow receiver (rx_rate_mbps) drops at its buffer's end; otherwise
   /// the engine stops taking frames from the port while the buffer is full.
@@ -165,8 +165,8 @@ class Engine {
   /// Receives the frames the device sent to itself.
   std::uint32_t run_loopback(Nanos now);
   /// Whether a frame is addressed to this engine itself.
-  bool to_self(const TxFrame& f) const;
-  void loop_back(TxFrame& f);
+  bool to_self(const port::TxFrame& f) const;
+  void loop_back(port::TxFrame& f);
   void transmit_cnp(const wire::RoceRoute& route, std::uint32_t dest_qp);
   /// Sends the held CNPs whose priority is no longer paused.
   void release_cnps();
@@ -177,11 +177,11 @@ class Engine {
   void run_timers(Nanos now);
   void rearm(transport::Qp& qp);
   std::uint32_t run_tx(Nanos now);
-  void transmit_frames(TxFrame* frames, std::uint16_t n);
-  void send_to_port(TxFrame* frames, std::uint16_t n);
+  void transmit_frames(port::TxFrame* frames, std::uint16_t n);
+  void send_to_port(port::TxFrame* frames, std::uint16_t n);
   bool flush_backlog();
 
-  Port& port_;
+  port::Port& port_;
   const EngineConfig cfg_;
   const wire::MacAddr mac_;
   std::mutex mu_;  ///< held by whoever runs the loop, and to change the QP table
@@ -196,10 +196,10 @@ class Engine {
   EngineCounters counters_;
   FaultInjector fault_;
   std::vector<std::vector<std::uint8_t>> rx_held_;  ///< reordered on receive
-  std::vector<TxFrame> tx_held_;                    ///< reordered on transmit
+  std::vector<port::TxFrame> tx_held_;              ///< reordered on transmit
   // Frames the port could not take yet (its ring was full): sent first
   // next time, and while any wait the QPs produce nothing new.
-  std::vector<TxFrame> backlog_;
+  std::vector<port::TxFrame> backlog_;
   std::vector<std::uint8_t> scratch_;
   std::uint16_t ip_id_ = 0;
   const bool ipv4_checksum_offload_;
@@ -224,7 +224,7 @@ class Engine {
   std::uint8_t storms_logged_ = 0;
 
   struct Buffered {
-    RxFrame frame;
+    port::RxFrame frame;
     std::uint32_t charge;  ///< bytes of buffer it holds (at least a share per frame)
     std::uint8_t priority;
   };

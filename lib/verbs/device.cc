@@ -111,12 +111,7 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c, st
   if (c.dcqcn.enabled) d->np_.emplace(d->dcqcn_);
   d->link_was_up_ = d->port_->link_up();
   Device* self = d.get();
-  d->poller_ = std::make_unique<engine::PollThread>(*d->engine_, [self] {
-    // The poll thread's first housekeeping makes it an EAL thread, for
-    // per-thread mempool caches; the registration ends with the thread.
-    static thread_local const dpdk::ThreadRegistration lcore;
-    self->watch_link();
-  });
+  d->poller_ = std::make_unique<engine::PollThread>(*d->engine_, [self] { self->watch_link(); });
 
   DeviceAttr& a = d->attr_;
   for (std::uint8_t b : id) a.node_guid = a.node_guid << 8 | b;

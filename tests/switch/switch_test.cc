@@ -32,7 +32,7 @@ struct Fabric {
   Nanos now = 1 * kMs;
 
   Fabric(unsigned n, SwitchConfig cfg) {
-    std::vector<engine::Port*> raw;
+    std::vector<port::Port*> raw;
     for (unsigned i = 0; i < n; ++i) {
       hosts.push_back(std::make_unique<test::PipePort>(host_mac(i)));
       ports.push_back(std::make_unique<test::PipePort>(switch_mac(i)));
@@ -48,7 +48,7 @@ struct Fabric {
   // Frames host i received, taken out of its port.
   std::vector<std::vector<std::uint8_t>> take(unsigned i) {
     std::vector<std::vector<std::uint8_t>> out;
-    engine::RxFrame f[64];
+    port::RxFrame f[64];
     for (std::uint16_t n; (n = hosts[i]->rx_burst(f, 64)) > 0;) {
       for (std::uint16_t k = 0; k < n; ++k) out.emplace_back(f[k].data.begin(), f[k].data.end());
       hosts[i]->rx_release(f, n);
