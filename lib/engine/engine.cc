@@ -20,13 +20,6 @@ namespace uroce::engine {
 using wire::ConstBytes;
 
 namespace {
-constexpr std::size_t kMaxBacklog = 512;
-// Frames the receive buffer holds at most, whatever their size: they keep
-// their mbufs, and the port's pool has 4096 to spare.
-constexpr std::size_t kMaxBufferedFrames = 2048;
-// Bytes the receive rate limit may let out at once.
-constexpr double kRxTokenBurst = 32768;
-
 std::string priority_list(std::uint8_t mask) {
   std::string s;
   for (unsigned p = 0; p < wire::kNumPriorities; ++p) {
@@ -108,7 +101,7 @@ void Engine::run_once(Nanos now, std::uint32_t* work) {
   // older reading must not take time backwards (pause timers, buckets).
   now = std::max(now, last_now_);
   last_now_ = now;
-  port::RxFrame frames[64];
+  port::RxFrame frames[port::kRxBurst];
   std::uint32_t n = 0;
   if (buffered_rx_) {
     // Empty the port into the buffer, as a NIC fills its packet buffer
@@ -116,21 +109,21 @@ void Engine::run_once(Nanos now, std::uint32_t* work) {
     // buffer leaves the rest in the port's ring (lossless as long as the
     // ring holds), unless this is the slow receiver of the tests, whose
     // buffer drops like a NIC's.
-    for (int k = 0; k < 8; ++k) {
-      if (!drop_when_full() &&
-          (rx_buffer_bytes_ >= cfg_.rx_buffer.bytes || rx_buffer_.size() + 64 > kMaxBufferedFrames))
+    for (unsigned k = 0; k < kRxBufferBursts; ++k) {
+      if (!drop_when_full() && (rx_buffer_bytes_ >= cfg_.rx_buffer.bytes ||
+                                rx_buffer_.size() + port::kRxBurst > kMaxBufferedFrames))
         break;
-      const std::uint16_t got = port_.rx_burst(frames, 64);
+      const std::uint16_t got = port_.rx_burst(frames, port::kRxBurst);
       if (got == 0) break;
       counters_.inc(EngineCounter::kRxBursts);
       counters_.inc(EngineCounter::kRxFrames, got);
       buffer_rx(frames, got, now);
       n += got;
-      if (got < 64) break;
+      if (got < port::kRxBurst) break;
     }
     n += drain_rx_buffer(now);
   } else {
-    const std::uint16_t got = port_.rx_burst(frames, std::min<std::uint16_t>(cfg_.rx_burst, 64));
+    const std::uint16_t got = port_.rx_burst(frames, std::min(cfg_.rx_burst, port::kRxBurst));
     if (got > 0) {
       counters_.inc(EngineCounter::kRxBursts);
       counters_.inc(EngineCounter::kRxFrames, got);
@@ -249,9 +242,9 @@ std::uint32_t Engine::drain_rx_buffer(Nanos now) {
                             rx_tokens_ + static_cast<double>(now - rx_tokens_at_) * rate / 8000.0);
     rx_tokens_at_ = now;
   }
-  port::RxFrame done[64];
+  port::RxFrame done[port::kRxBurst];
   std::uint16_t n = 0;
-  const std::uint16_t budget = std::min<std::uint16_t>(cfg_.rx_burst, 64);
+  const std::uint16_t budget = std::min(cfg_.rx_burst, port::kRxBurst);
   while (!rx_buffer_.empty() && n < budget) {
     const Buffered b = rx_buffer_.front();
     const std::size_t size = b.frame.data.size();
@@ -636,7 +629,7 @@ std::uint32_t Engine::run_tx(Nanos now) {
 void Engine::transmit_frames(port::TxFrame* frames, std::uint16_t n) {
   if (fault_.enabled()) {
     // Transmit-side impairments: drop, corrupt, duplicate, hold back.
-    port::TxFrame out[2 * 32 + 8];
+    port::TxFrame out[port::kFaultTxQueue];
     std::uint16_t m = 0;
     for (std::uint16_t i = 0; i < n && std::size_t{m} + 2 < std::size(out); ++i) {
       port::TxFrame& f = frames[i];
@@ -715,7 +708,8 @@ void Engine::send_to_port(port::TxFrame* frames, std::uint16_t n) {
 
 bool Engine::flush_backlog() {
   while (!backlog_.empty()) {
-    const auto n = static_cast<std::uint16_t>(std::min<std::size_t>(backlog_.size(), 64));
+    const auto n =
+        static_cast<std::uint16_t>(std::min<std::size_t>(backlog_.size(), port::kMaxTxBurst));
     const std::uint16_t sent = port_.tx_burst(backlog_.data(), n);
     counters_.inc(EngineCounter::kTxFrames, sent);
     backlog_.erase(backlog_.begin(), backlog_.begin() + sent);
@@ -725,7 +719,7 @@ bool Engine::flush_backlog() {
 }
 
 bool Engine::Sink::transmit(const transport::TxPacket& pkt) {
-  if (n_ == kBatch) return false;
+  if (n_ == port::kTxBatch) return false;
   const wire::RoceRoute& route = *pkt.route;
   const wire::OpcodeInfo& info = wire::opcode_info(pkt.bth.opcode);
   const auto len =

@@ -20,6 +20,7 @@
 #include "engine/counters.h"
 #include "engine/fault.h"
 #include "engine/neighbors.h"
+#include "engine/params.h"
 #include "engine/timer_wheel.h"
 #include "pfc/pause_generator.h"
 #include "pfc/pause_state.h"
@@ -59,7 +60,7 @@ struct EngineConfig {
   /// The device's VLAN, 0 for none: ARP, neighbour discovery and ping
   /// replies go out tagged (PCP 0), frames of other VLANs are not ours.
   std::uint16_t vlan_id = 0;
-  std::uint16_t rx_burst = 32;
+  std::uint16_t rx_burst = kDefaultRxBurst;
   std::uint32_t tx_budget_per_qp = 16;  ///< packets one QP may send per turn
 };
 
@@ -133,13 +134,12 @@ class Engine {
    public:
     explicit Sink(Engine& e) : e_(e) {}
     bool transmit(const transport::TxPacket& pkt) override;
-    bool full() const { return n_ == kBatch; }
+    bool full() const { return n_ == port::kTxBatch; }
     void flush();
 
    private:
-    static constexpr std::uint16_t kBatch = 32;
     Engine& e_;
-    port::TxFrame batch_[kBatch];
+    port::TxFrame batch_[port::kTxBatch];
     std::uint16_t n_ = 0;
   };
 
@@ -186,10 +186,9 @@ class Engine {
   const wire::MacAddr mac_;
   std::mutex mu_;  ///< held by whoever runs the loop, and to change the QP table
   std::unordered_map<std::uint32_t, transport::Qp*> qps_;
-  std::vector<transport::Qp*> order_;  ///< round-robin order
-  // Every QP's next deadline, on 1 us ticks, 4096 to a turn (4 ms).
-  TimerWheel<std::uint32_t> timers_{1000, 4096};
-  std::unordered_map<std::uint32_t, Nanos> armed_;  ///< QPN -> deadline in the wheel
+  std::vector<transport::Qp*> order_;                            ///< round-robin order
+  TimerWheel<std::uint32_t> timers_{kTimerTickNs, kTimerSlots};  ///< every QP's next deadline
+  std::unordered_map<std::uint32_t, Nanos> armed_;               ///< QPN -> deadline in the wheel
   std::size_t rr_ = 0;
   Sink sink_{*this};
   Neighbors neighbors_;
@@ -214,13 +213,10 @@ class Engine {
     wire::RoceRoute route;
     std::uint32_t dest_qp;
   };
-  static constexpr std::size_t kMaxLoopback = 4096;
-  std::deque<std::vector<std::uint8_t>> loopback_;  ///< frames to ourselves, to receive
-  static constexpr std::size_t kSpareFrames = 256;
+  std::deque<std::vector<std::uint8_t>> loopback_;       ///< frames to ourselves, to receive
   std::vector<std::vector<std::uint8_t>> spare_frames_;  ///< their buffers, for reuse
-  static constexpr std::size_t kMaxHeldCnps = 256;
-  std::vector<HeldCnp> held_cnps_;  ///< CNPs of paused priorities
-  Nanos last_now_ = 0;              ///< the loop's clock never goes back (callers' clocks race)
+  std::vector<HeldCnp> held_cnps_;                       ///< CNPs of paused priorities
+  Nanos last_now_ = 0;  ///< the loop's clock never goes back (callers' clocks race)
   std::uint8_t storms_logged_ = 0;
 
   struct Buffered {

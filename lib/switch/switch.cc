@@ -5,13 +5,17 @@
 #include <cstring>
 
 #include "log/log.h"
+#include "port/params.h"
 #include "wire/ethernet.h"
 #include "wire/mac_control.h"
 
 namespace uroce::sw {
 
 namespace {
-constexpr std::uint16_t kBurst = 32;
+constexpr std::uint16_t kBurst = 32;  ///< frames received from a port per poll
+/// Frames handed to a port at once: a delay line may let many go together.
+constexpr std::uint16_t kSendBurst = 64;
+static_assert(kBurst <= port::kRxBurst && kSendBurst <= port::kMaxTxBurst);
 constexpr std::int64_t kDwrrQuantum = 1536;  ///< bytes per unit of weight per round
 }  // namespace
 
@@ -364,8 +368,7 @@ std::uint16_t Switch::tx_burst(PortState& st, port::TxFrame* frames, std::uint16
 }
 
 void Switch::send_frames(PortState& st, std::vector<PacketPtr>& ready) {
-  // In bursts of up to 64: a delay line may let many frames go at once.
-  port::TxFrame frames[64];
+  port::TxFrame frames[kSendBurst];
   std::size_t next = 0;
   while (next < ready.size()) {
     std::uint16_t n = 0;
@@ -391,7 +394,7 @@ void Switch::send_frames(PortState& st, std::vector<PacketPtr>& ready) {
 
 bool Switch::flush_pending(PortState& st) {
   if (st.pending.empty()) return true;
-  const auto n = static_cast<std::uint16_t>(std::min<std::size_t>(st.pending.size(), 64));
+  const auto n = static_cast<std::uint16_t>(std::min<std::size_t>(st.pending.size(), kSendBurst));
   const std::uint16_t sent = tx_burst(st, st.pending.data(), n);
   st.pending.erase(st.pending.begin(), st.pending.begin() + sent);
   return st.pending.empty();
