@@ -194,7 +194,7 @@ class Toml {
 
 void impairment(const Toml& r, const toml::table& t, const std::string& path, ImpairmentConfig* c) {
   r.only(t, path, {"loss", "duplicate", "reorder", "corrupt", "delay", "jitter"});
-  c->loss = r.prob(t, path, "loss", c->loss);
+  c->drop = r.prob(t, path, "loss", c->drop);
   c->duplicate = r.prob(t, path, "duplicate", c->duplicate);
   c->reorder = r.prob(t, path, "reorder", c->reorder);
   c->corrupt = r.prob(t, path, "corrupt", c->corrupt);
@@ -458,7 +458,7 @@ std::string parse_switch_options(int argc, const char* const* argv, SwitchOption
       } else if (a == "--pfc") {
         o->cfg.pfc.enabled = true;
       } else if (a == "--loss") {
-        tx.loss = probability(a, next());
+        tx.drop = probability(a, next());
         any_tx = true;
       } else if (a == "--duplicate") {
         tx.duplicate = probability(a, next());

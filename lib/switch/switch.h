@@ -125,7 +125,7 @@ struct PortCounters {
   std::array<QueueCounters, kQueues> queues;
   counters::Counter ecn_marked;
   pfc::Counters pfc;  /// rx_prioN_pause, tx_prioN_pause, rx_prioN_pause_duration, ...
-  ImpairmentCounters rx_impairment, tx_impairment;
+  port::ImpairmentCounters rx_impairment, tx_impairment;
   counters::Counter link_up;
 };
 
