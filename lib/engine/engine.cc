@@ -35,7 +35,6 @@ Engine::Engine(port::Port& port, EngineConfig cfg)
     : port_(port),
       cfg_(std::move(cfg)),
       mac_(port.mac()),
-      fault_(cfg_.fault),
       ipv4_checksum_offload_(port.offloads_ipv4_checksum()) {
   if (cfg_.pfc.enabled) {
     const std::uint8_t lossless = cfg_.pfc.xoff.lossless;
@@ -57,7 +56,6 @@ Engine::Engine(port::Port& port, EngineConfig cfg)
 Engine::~Engine() {
   // Frames still waiting go back to the port's pool.
   for (port::TxFrame& f : backlog_) port_.tx_free(f);
-  for (port::TxFrame& f : tx_held_) port_.tx_free(f);
   for (Buffered& b : rx_buffer_) port_.rx_release(&b.frame, 1);
 }
 
@@ -131,12 +129,6 @@ void Engine::run_once(Nanos now, std::uint32_t* work) {
     for (std::uint16_t i = 0; i < got; ++i) receive(frames[i].data, now);
     if (got > 0) port_.rx_release(frames, got);
     n = got;
-  }
-  // Frames held back by reorder injection arrive after this burst.
-  if (!rx_held_.empty()) {
-    auto held = std::move(rx_held_);
-    rx_held_.clear();
-    for (const auto& f : held) receive_one(f, now);
   }
   n += run_loopback(now);
   if (pause_) run_pfc(now);
@@ -319,36 +311,6 @@ std::uint8_t Engine::priority_of(const transport::Qp& qp) const {
 }
 
 void Engine::receive(ConstBytes frame, Nanos now) {
-  if (!fault_.enabled()) {
-    receive_one(frame, now);
-    return;
-  }
-  const FaultDecision d = fault_.rx();
-  if (d.drop) {
-    counters_.inc(EngineCounter::kFaultDropped);
-    return;
-  }
-  ConstBytes f = frame;
-  if (d.corrupt && frame.size() > 14) {
-    scratch_.assign(frame.begin(), frame.end());
-    const std::size_t bit = fault_.pick_bit(frame.size());
-    scratch_[bit / 8] ^= static_cast<std::uint8_t>(1u << (bit % 8));
-    f = scratch_;
-    counters_.inc(EngineCounter::kFaultCorrupted);
-  }
-  if (d.reorder) {
-    rx_held_.emplace_back(f.begin(), f.end());
-    counters_.inc(EngineCounter::kFaultReordered);
-    return;
-  }
-  receive_one(f, now);
-  if (d.duplicate) {
-    counters_.inc(EngineCounter::kFaultDuplicated);
-    receive_one(f, now);
-  }
-}
-
-void Engine::receive_one(ConstBytes frame, Nanos now) {
   if (frame.size() < wire::EthHdr::kSize) {
     counters_.drop(wire::DropReason::kShortFrame);
     return;
@@ -481,7 +443,7 @@ void Engine::send_raw(ConstBytes frame) {
     std::memcpy(f.room.data(), frame.data(), frame.size());
   }
   f.length = len;
-  transmit_frames(&f, 1);
+  send_to_port(&f, 1);
 }
 
 namespace {
@@ -626,53 +588,6 @@ std::uint32_t Engine::run_tx(Nanos now) {
   return sent;
 }
 
-void Engine::transmit_frames(port::TxFrame* frames, std::uint16_t n) {
-  if (fault_.enabled()) {
-    // Transmit-side impairments: drop, corrupt, duplicate, hold back.
-    port::TxFrame out[port::kFaultTxQueue];
-    std::uint16_t m = 0;
-    for (std::uint16_t i = 0; i < n && std::size_t{m} + 2 < std::size(out); ++i) {
-      port::TxFrame& f = frames[i];
-      const FaultDecision d = fault_.tx();
-      if (d.drop) {
-        counters_.inc(EngineCounter::kFaultDropped);
-        port_.tx_free(f);
-        continue;
-      }
-      if (d.corrupt && f.length > 14) {
-        const std::size_t bit = fault_.pick_bit(f.length);
-        f.room[bit / 8] ^= static_cast<std::uint8_t>(1u << (bit % 8));
-        counters_.inc(EngineCounter::kFaultCorrupted);
-      }
-      if (d.duplicate) {
-        port::TxFrame copy;
-        if (port_.tx_alloc(f.length, copy)) {
-          std::memcpy(copy.room.data(), f.room.data(), f.length);
-          copy.length = f.length;
-          copy.ipv4_checksum_offload = f.ipv4_checksum_offload;
-          copy.l2_len = f.l2_len;
-          out[m++] = copy;
-          counters_.inc(EngineCounter::kFaultDuplicated);
-        }
-      }
-      if (d.reorder && tx_held_.size() < 16) {
-        tx_held_.push_back(f);
-        counters_.inc(EngineCounter::kFaultReordered);
-        continue;
-      }
-      out[m++] = f;
-    }
-    // Held frames go out behind this burst.
-    while (!tx_held_.empty() && std::size_t{m} < std::size(out) && n > 0) {
-      out[m++] = tx_held_.back();
-      tx_held_.pop_back();
-    }
-    send_to_port(out, m);
-    return;
-  }
-  send_to_port(frames, n);
-}
-
 void Engine::send_to_port(port::TxFrame* frames, std::uint16_t n) {
   // Frames to the device itself never reach the wire: they come back in
   // through the receive path, every check included, as an RDMA NIC loops
@@ -744,7 +659,7 @@ bool Engine::Sink::transmit(const transport::TxPacket& pkt) {
 
 void Engine::Sink::flush() {
   if (n_ == 0) return;
-  e_.transmit_frames(batch_, n_);
+  e_.send_to_port(batch_, n_);
   n_ = 0;
 }
 

@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "engine/counters.h"
-#include "engine/fault.h"
 #include "engine/neighbors.h"
 #include "engine/params.h"
 #include "engine/timer_wheel.h"
@@ -52,7 +51,6 @@ struct RxBufferConfig {
 
 struct EngineConfig {
   std::vector<wire::IpAddr> addresses;  ///< this device's IP addresses
-  FaultConfig fault;                    ///< test feature: seeded impairments
   PfcConfig pfc;
   RxBufferConfig rx_buffer;
   /// The priority of UD QPs, whose datagrams carry each its own route.
@@ -145,7 +143,6 @@ class Engine {
 
   void run_once(Nanos now, std::uint32_t* work);
   void receive(wire::ConstBytes frame, Nanos now);
-  void receive_one(wire::ConstBytes frame, Nanos now);
   void on_arp(wire::ConstBytes frame);
   void on_icmp(wire::ConstBytes frame);
   void on_ndp(wire::ConstBytes frame);
@@ -177,7 +174,6 @@ class Engine {
   void run_timers(Nanos now);
   void rearm(transport::Qp& qp);
   std::uint32_t run_tx(Nanos now);
-  void transmit_frames(port::TxFrame* frames, std::uint16_t n);
   void send_to_port(port::TxFrame* frames, std::uint16_t n);
   bool flush_backlog();
 
@@ -193,13 +189,9 @@ class Engine {
   Sink sink_{*this};
   Neighbors neighbors_;
   EngineCounters counters_;
-  FaultInjector fault_;
-  std::vector<std::vector<std::uint8_t>> rx_held_;  ///< reordered on receive
-  std::vector<port::TxFrame> tx_held_;              ///< reordered on transmit
   // Frames the port could not take yet (its ring was full): sent first
   // next time, and while any wait the QPs produce nothing new.
   std::vector<port::TxFrame> backlog_;
-  std::vector<std::uint8_t> scratch_;
   std::uint16_t ip_id_ = 0;
   const bool ipv4_checksum_offload_;
 

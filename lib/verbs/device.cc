@@ -8,9 +8,11 @@
 #include <cstdlib>
 #include <thread>
 
+#include "dpdk/dpdk_port.h"
 #include "dpdk/eal.h"
 #include "log/log.h"
 #include "pfc/classify.h"
+#include "port/fault_port.h"
 #include "stats/stats_server.h"
 #include "transport/limits.h"
 #include "transport/random.h"
@@ -55,11 +57,17 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c, st
   d->cfg_ = dc;
   dpdk::PortOptions po;
   po.mtu = dc.mtu != 0 ? dc.mtu : dpdk::af_packet_link_mtu(dc.port);
-  d->port_ = dpdk::DpdkPort::open(dc.port, po, error);
-  if (!d->port_) {
+  std::unique_ptr<dpdk::DpdkPort> opened = dpdk::DpdkPort::open(dc.port, po, error);
+  if (!opened) {
     *error = dc.name + ": " + *error;
     return nullptr;
   }
+  const FaultSettings& f = c.fault;
+  port::FaultConfig faults;
+  faults.rx = {f.rx_drop, f.rx_duplicate, f.rx_reorder, f.rx_corrupt};
+  faults.tx = {f.tx_drop, f.tx_duplicate, f.tx_reorder, f.tx_corrupt};
+  faults.seed = f.seed;
+  d->port_ = port::with_faults(std::move(opened), faults);
   const wire::MacAddr mac = d->port_->mac();
   // Programs check the port once, right after opening (perftest refuses a
   // port that is down): give a link that needs its peer (memif) time.
@@ -89,10 +97,6 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c, st
     ec.addresses.push_back(*ip);
   }
   ec.addresses.push_back(ll);
-  const FaultSettings& f = c.fault;
-  ec.fault.rx = {f.rx_drop, f.rx_duplicate, f.rx_reorder, f.rx_corrupt};
-  ec.fault.tx = {f.tx_drop, f.tx_duplicate, f.tx_reorder, f.tx_corrupt};
-  ec.fault.seed = f.seed;
   ec.rx_buffer.bytes = std::uint64_t{f.rx_buffer_kb} * 1024;
   ec.rx_buffer.rate_mbps = f.rx_rate_mbps;
   const PfcSettings& pfc = c.pfc;
@@ -184,6 +188,8 @@ void Device::watch_link() {
 void Device::for_each_counter(const CounterFn& fn) {
   const engine::EngineCounters& c = engine_->counters();
   c.for_each([&](std::string_view name, std::uint64_t v) { fn("engine", name, v); });
+  port::for_each_fault_counter(
+      *port_, [&](std::string_view name, std::uint64_t v) { fn("engine", name, v); });
   c.for_each_drop([&](std::string_view name, std::uint64_t v) { fn("drop", name, v); });
   engine_->pfc_counters().for_each(
       [&](const std::string& name, std::uint64_t v) { fn("pfc", name, v); });

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "cc/qp_congestion.h"
-#include "dpdk/dpdk_port.h"
 #include "engine/engine.h"
 #include "engine/poll_thread.h"
+#include "port/port.h"
 #include "transport/limits.h"
 #include "transport/qp.h"
 #include "uroce/config.h"
@@ -136,7 +136,7 @@ class Device {
   cc::Counters cc_counters_;
   DeviceAttr attr_;
   std::vector<wire::IpAddr> gids_;
-  std::unique_ptr<dpdk::DpdkPort> port_;
+  std::unique_ptr<port::Port> port_;
   std::unique_ptr<engine::Engine> engine_;
   std::unique_ptr<engine::PollThread> poller_;
   MrTable mrs_{[this] { engine_->locked([] {}); }};

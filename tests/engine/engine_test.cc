@@ -200,7 +200,7 @@ void write_read_send(Host& a, Host& b, std::size_t size, std::mt19937_64& rng) {
 }
 
 TEST(Engine, MovesBytesIntactThroughAnImpairedLink) {
-  FaultConfig f;
+  port::FaultConfig f;
   f.rx = {0.01, 0.005, 0.005, 0.002};
   f.tx = {0.01, 0.005, 0.005, 0.002};
   f.seed = 7;
@@ -214,7 +214,7 @@ TEST(Engine, MovesBytesIntactThroughAnImpairedLink) {
     write_read_send(a, b, size, rng);
   }
   // The impairments happened and the transport recovered from them.
-  EXPECT_GT(a.engine.counters().get(EngineCounter::kFaultDropped), 0u);
+  EXPECT_GT(a.faults()->counters().get(port::ImpairmentCounter::kDropped), 0u);
   EXPECT_GT(a.qp->counters().get(transport::Counter::kCompleterRetryErr) +
                 b.qp->counters().get(transport::Counter::kCompleterRetryErr),
             0u);
