@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "engine/debug.h"
 #include "log/log.h"
 #include "wire/classify.h"
 #include "wire/cnp.h"
@@ -29,13 +30,13 @@ Engine::~Engine() {
 }
 
 void Engine::attach(transport::Qp& qp) {
-  std::lock_guard lock(mu_);
+  const Holding hold(*this);
   qps_[qp.qpn()] = &qp;
   order_.push_back(&qp);
 }
 
 void Engine::detach(std::uint32_t qpn) {
-  std::lock_guard lock(mu_);
+  const Holding hold(*this);
   const auto it = qps_.find(qpn);
   if (it == qps_.end()) return;
   order_.erase(std::remove(order_.begin(), order_.end(), it->second), order_.end());
@@ -44,15 +45,15 @@ void Engine::detach(std::uint32_t qpn) {
 }
 
 std::uint32_t Engine::poll(Nanos now) {
-  std::lock_guard lock(mu_);
+  const Holding hold(*this);
   std::uint32_t work = 0;
   run_once(now, &work);
   return work;
 }
 
 bool Engine::try_poll(Nanos now, std::uint32_t* work) {
-  std::unique_lock lock(mu_, std::try_to_lock);
-  if (!lock.owns_lock()) return false;
+  const Holding hold(*this, std::try_to_lock);
+  if (!hold.owns()) return false;
   std::uint32_t w = 0;
   run_once(now, &w);
   if (work) *work = w;
@@ -60,6 +61,7 @@ bool Engine::try_poll(Nanos now, std::uint32_t* work) {
 }
 
 void Engine::run_once(Nanos now, std::uint32_t* work) {
+  UROCE_DEBUG_ASSERT(in_engine_thread());
   // Whoever runs the loop read the clock before taking the engine: an
   // older reading must not take time backwards (pause timers, buckets).
   now = std::max(now, last_now_);
@@ -150,6 +152,7 @@ void Engine::receive_roce(ConstBytes frame, Nanos now) {
     counters_.inc(EngineCounter::kRxUnknownQpn);
     return;
   }
+  UROCE_DEBUG_ASSERT(in_engine_thread());
   it->second->receive(pkt, now);
   rearm(*it->second);
 }
@@ -193,6 +196,7 @@ std::optional<wire::RoceRoute> Engine::route_to(const wire::IpAddr& src, const w
 }
 
 void Engine::send_cnp(const wire::RoceRoute& route, std::uint32_t dest_qp) {
+  UROCE_DEBUG_ASSERT(in_engine_thread());
   if (!rx_.hold_cnp(route, dest_qp)) transmit_cnp(route, dest_qp);
 }
 
@@ -219,6 +223,7 @@ void Engine::rearm(transport::Qp& qp) {
 }
 
 void Engine::run_timers(Nanos now) {
+  UROCE_DEBUG_ASSERT(in_engine_thread());
   timers_.advance(now, [&](std::uint32_t qpn, Nanos when) {
     const auto armed = armed_.find(qpn);
     if (armed == armed_.end() || armed->second != when) return;  // stale entry
@@ -233,6 +238,7 @@ void Engine::run_timers(Nanos now) {
 }
 
 std::uint32_t Engine::run_tx(Nanos now) {
+  UROCE_DEBUG_ASSERT(in_engine_thread());
   std::uint32_t sent = 0;
   const std::size_t n = order_.size();
   const std::uint8_t paused = rx_.paused();

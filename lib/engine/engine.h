@@ -17,14 +17,18 @@
 //     the timer wheel, the transmit round robin and the Sink that builds
 //     the QPs' frames with lib/wire's frame builder.
 //
-// One thread at a time runs the loop: the device's poll thread, or a
-// program thread that finds the engine free (try_poll). attach, detach
-// and resolve may be called from any thread.
+// One thread at a time runs the loop and holds the engine: the device's
+// poll thread, a program thread that finds the engine free (try_poll), or
+// a control call inside locked(). What belongs to that thread says so and
+// asserts in_engine_thread() (UROCE_DEBUG_ASSERT, engine/debug.h). attach,
+// detach and resolve may be called from any thread.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -78,8 +82,13 @@ class Engine : private FramePath {
   /// engine thread (Qp::modify, timers, ...) from any thread.
   template <typename F>
   decltype(auto) locked(F&& fn) {
-    std::lock_guard lock(mu_);
+    const Holding hold(*this);
     return fn();
+  }
+  /// Whether the calling thread holds the engine: runs its loop, or is
+  /// inside locked().
+  bool in_engine_thread() const {
+    return holder_.load(std::memory_order_relaxed) == std::this_thread::get_id();
   }
 
   /// Runs one iteration (waiting for the engine if another thread has it).
@@ -100,7 +109,7 @@ class Engine : private FramePath {
   /// Calls `fn` for every attached QP, holding the engine (for stats).
   template <typename F>
   void for_each_qp(F&& fn) {
-    std::lock_guard lock(mu_);
+    const Holding hold(*this);
     for (const transport::Qp* qp : order_) fn(*qp);
   }
 
@@ -119,6 +128,24 @@ class Engine : private FramePath {
   port::Port& port() { return port_; }
 
  private:
+  /// The engine taken (mu_) and the taker recorded, for in_engine_thread().
+  class Holding {
+   public:
+    explicit Holding(Engine& e) : e_(e), lock_(e.mu_) { record(); }
+    Holding(Engine& e, std::try_to_lock_t) : e_(e), lock_(e.mu_, std::try_to_lock) {
+      if (lock_.owns_lock()) record();
+    }
+    ~Holding() {
+      if (lock_.owns_lock()) e_.holder_.store(std::thread::id(), std::memory_order_relaxed);
+    }
+    bool owns() const { return lock_.owns_lock(); }
+
+   private:
+    void record() { e_.holder_.store(std::this_thread::get_id(), std::memory_order_relaxed); }
+    Engine& e_;
+    std::unique_lock<std::mutex> lock_;
+  };
+
   // Builds frames for the QPs into port buffers, in batches.
   class Sink : public transport::TxSink {
    public:
@@ -170,7 +197,8 @@ class Engine : private FramePath {
   std::size_t rr_ = 0;
   Sink sink_{*this};
 
-  std::mutex mu_;       ///< held by whoever runs the loop, and to change the QP table
+  std::mutex mu_;  ///< held by whoever runs the loop, and to change the QP table
+  std::atomic<std::thread::id> holder_{};  ///< who holds mu_, for in_engine_thread()
   Nanos last_now_ = 0;  ///< the loop's clock never goes back (callers' clocks race)
 };
 

@@ -11,6 +11,7 @@
 #include <random>
 #include <thread>
 
+#include "engine/debug.h"
 #include "engine/hosts.h"
 #include "support/wire_samples.h"
 #include "wire/arp.h"
@@ -309,6 +310,43 @@ TEST(Engine, CountsPacketsForUnknownQpsAndOtherHosts) {
   b.engine.poll(now_ns());
   EXPECT_EQ(b.engine.counters().get(EngineCounter::kRxUnknownQpn), 1u);
   EXPECT_EQ(b.engine.counters().get(EngineCounter::kRxNotOurIp), 1u);
+}
+
+// eRPC's in_dispatch(): the engine knows which thread holds it, so that
+// what belongs to that thread can assert it.
+TEST(Engine, KnowsWhichThreadHoldsIt) {
+  Host a(kMacA, kIpA);
+  EXPECT_FALSE(a.engine.in_engine_thread());
+  a.engine.locked([&] { EXPECT_TRUE(a.engine.in_engine_thread()); });
+  EXPECT_FALSE(a.engine.in_engine_thread()) << "let go";
+  std::atomic<int> step{0};
+  std::thread other([&] {
+    a.engine.locked([&] {
+      EXPECT_TRUE(a.engine.in_engine_thread());
+      step = 1;
+      while (step != 2) std::this_thread::yield();
+    });
+  });
+  while (step != 1) std::this_thread::yield();
+  // Expect: held by the other thread, not this one, and not free to poll.
+  EXPECT_FALSE(a.engine.in_engine_thread());
+  EXPECT_FALSE(a.engine.try_poll(now_ns()));
+  step = 2;
+  other.join();
+  EXPECT_TRUE(a.engine.try_poll(now_ns()));
+}
+
+TEST(EngineDeathTest, AnEngineThreadCallWithoutTheEngineAborts) {
+  if (!UROCE_DEBUG_ASSERTS_ON) GTEST_SKIP() << "debug assertions are compiled out";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  Host a(kMacA, kIpA);
+  wire::RoceRoute r;
+  r.src_mac = kMacA;
+  r.dst_mac = kMacB;
+  r.src_ip = kIpA;
+  r.dst_ip = kIpB;
+  EXPECT_DEATH(a.engine.send_cnp(r, 0x42), "in_engine_thread");
+  a.engine.locked([&] { a.engine.send_cnp(r, 0x42); });  // holding the engine: fine
 }
 
 }  // namespace

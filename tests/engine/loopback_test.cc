@@ -138,11 +138,11 @@ TEST(Loopback, OurMacWithAnotherAddressIsAnotherProgramOnThePort) {
   r.src_ip = kIpA;
   r.dst_ip = kIpB;
   r.dscp = 0;
-  h.engine.send_cnp(r, 0x42);
+  h.engine.locked([&] { h.engine.send_cnp(r, 0x42); });
   EXPECT_EQ(h.port.sent.size(), 1u);
   EXPECT_EQ(h.engine.counters().get(EngineCounter::kTxLoopback), 0u);
   r.dst_ip = kIpA;
-  h.engine.send_cnp(r, 0x42);
+  h.engine.locked([&] { h.engine.send_cnp(r, 0x42); });
   EXPECT_EQ(h.port.sent.size(), 1u) << "to ourselves: kept off the wire";
   EXPECT_EQ(h.engine.counters().get(EngineCounter::kTxLoopback), 1u);
 }
