@@ -44,15 +44,6 @@ long number_of(wire::ConstBytes f) {
   return wire::load_be32(pkt.payload.data());
 }
 
-ImpairmentConfig rates(double drop, double duplicate, double reorder, double corrupt) {
-  ImpairmentConfig c;
-  c.drop = drop;
-  c.duplicate = duplicate;
-  c.reorder = reorder;
-  c.corrupt = corrupt;
-  return c;
-}
-
 std::uint64_t count(const FaultPort& p, ImpairmentCounter c) { return p.counters().get(c); }
 
 // What arrived, in order, and how it relates to what was sent.
@@ -81,6 +72,24 @@ Arrivals tally(const std::vector<std::vector<std::uint8_t>>& frames) {
   }
   a.distinct = seen.size();
   return a;
+}
+
+// Once nothing is held: every frame sent arrived once, but for those
+// dropped and duplicated, and each held frame behind a later one (those
+// still held when the input ended had none).
+void expect_every_frame_accounted_for(const FaultPort& p,
+                                      const std::vector<std::vector<std::uint8_t>>& got,
+                                      std::uint32_t sent, std::size_t held_at_end) {
+  const std::uint64_t dropped = count(p, ImpairmentCounter::kDropped);
+  const std::uint64_t duplicated = count(p, ImpairmentCounter::kDuplicated);
+  EXPECT_EQ(p.held(), 0u);
+  EXPECT_EQ(got.size() + dropped, sent + duplicated);
+  const Arrivals a = tally(got);
+  EXPECT_EQ(a.refused, 0u);
+  EXPECT_EQ(a.distinct, sent - dropped) << "every frame not dropped arrived";
+  EXPECT_EQ(a.repeated, duplicated) << "each duplicate arrived";
+  EXPECT_EQ(a.late, count(p, ImpairmentCounter::kReordered) - held_at_end)
+      << "each held frame arrived behind a later one";
 }
 
 // A FaultPort whose inner port is a pipe to `peer`.
@@ -164,7 +173,7 @@ TEST(FaultPort, WithoutFaultsThePortIsItself) {
 
 TEST(FaultPort, OnTransmitEveryFrameIsAccountedFor) {
   FaultConfig cfg;
-  cfg.tx = rates(0.05, 0.05, 0.05, 0);
+  cfg.tx = {.drop = 0.05, .duplicate = 0.05, .reorder = 0.05};
   cfg.seed = 9;
   TxRig rig(cfg);
   const std::uint32_t n = 3000;
@@ -184,21 +193,13 @@ TEST(FaultPort, OnTransmitEveryFrameIsAccountedFor) {
   // Expect: a poll without a transmit lets the held frames go.
   const std::size_t held_at_end = p.held();
   rig.poll();
-  EXPECT_EQ(p.held(), 0u);
   for (auto& f : rig.received()) got.push_back(std::move(f));
-  EXPECT_EQ(got.size() + dropped, n + duplicated);
-  const Arrivals a = tally(got);
-  EXPECT_EQ(a.refused, 0u);
-  EXPECT_EQ(a.distinct, n - dropped) << "every frame not dropped arrived";
-  EXPECT_EQ(a.repeated, duplicated) << "each duplicate arrived";
-  // Held frames go behind the next frame; those still held at the end had
-  // none.
-  EXPECT_EQ(a.late, reordered - held_at_end) << "each held frame arrived behind a later one";
+  expect_every_frame_accounted_for(p, got, n, held_at_end);
 }
 
 TEST(FaultPort, OnReceiveEveryFrameIsAccountedFor) {
   FaultConfig cfg;
-  cfg.rx = rates(0.05, 0.05, 0.05, 0);
+  cfg.rx = {.drop = 0.05, .duplicate = 0.05, .reorder = 0.05};
   cfg.seed = 9;
   RxRig rig(cfg);
   const FaultPort& p = *rig.port;
@@ -216,26 +217,19 @@ TEST(FaultPort, OnReceiveEveryFrameIsAccountedFor) {
     ASSERT_EQ(got.size() + count(p, ImpairmentCounter::kDropped) + p.held(),
               i + 16 + count(p, ImpairmentCounter::kDuplicated));
   }
+  // Expect: an idle poll lets the held frames go.
   const std::size_t held_at_end = p.held();
   for (auto& f : rig.receive()) got.push_back(std::move(f));
-  const std::uint64_t dropped = count(p, ImpairmentCounter::kDropped);
-  const std::uint64_t duplicated = count(p, ImpairmentCounter::kDuplicated);
-  const std::uint64_t reordered = count(p, ImpairmentCounter::kReordered);
-  EXPECT_GT(dropped, 100u);
-  EXPECT_GT(duplicated, 100u);
-  EXPECT_GT(reordered, 100u);
-  EXPECT_EQ(p.held(), 0u);
-  EXPECT_EQ(got.size() + dropped, n + duplicated);
-  const Arrivals a = tally(got);
-  EXPECT_EQ(a.distinct, n - dropped);
-  EXPECT_EQ(a.repeated, duplicated);
-  EXPECT_EQ(a.late, reordered - held_at_end);
+  EXPECT_GT(count(p, ImpairmentCounter::kDropped), 100u);
+  EXPECT_GT(count(p, ImpairmentCounter::kDuplicated), 100u);
+  EXPECT_GT(count(p, ImpairmentCounter::kReordered), 100u);
+  expect_every_frame_accounted_for(p, got, n, held_at_end);
 }
 
 TEST(FaultPort, CorruptedFramesFailTheIcrc) {
   FaultConfig cfg;
-  cfg.rx = rates(0, 0, 0, 0.1);
-  cfg.tx = rates(0, 0, 0, 0.1);
+  cfg.rx = {.corrupt = 0.1};
+  cfg.tx = {.corrupt = 0.1};
   TxRig tx(cfg);
   tx.send(0, 2000);
   Arrivals a = tally(tx.received());
@@ -258,7 +252,7 @@ TEST(FaultPort, CorruptedFramesFailTheIcrc) {
 
 TEST(FaultPort, TheSameSeedGivesTheSameFaults) {
   FaultConfig cfg;
-  cfg.rx = rates(0.02, 0.02, 0.02, 0.02);
+  cfg.rx = {.drop = 0.02, .duplicate = 0.02, .reorder = 0.02, .corrupt = 0.02};
   cfg.tx = cfg.rx;
   cfg.seed = 5;
   auto run = [](const FaultConfig& c) {

@@ -39,13 +39,9 @@ Counts decide(Impairment& m, int frames) {
   return c;
 }
 
+// Drop, duplicate, reorder, corrupt.
 ImpairmentConfig rates(double drop, double duplicate, double reorder, double corrupt) {
-  ImpairmentConfig c;
-  c.drop = drop;
-  c.duplicate = duplicate;
-  c.reorder = reorder;
-  c.corrupt = corrupt;
-  return c;
+  return {drop, duplicate, reorder, corrupt};
 }
 
 TEST(Impairment, OneSeedGivesOneSequenceOfDecisions) {
