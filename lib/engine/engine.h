@@ -65,7 +65,7 @@ inline Nanos now_ns() {
                                 .count());
 }
 
-class Engine : private FramePath {
+class Engine final : private FramePath {
  public:
   Engine(port::Port& port, EngineConfig cfg);
   ~Engine();
