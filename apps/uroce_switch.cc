@@ -32,7 +32,6 @@
 
 #include "dpdk/dpdk_port.h"
 #include "dpdk/eal.h"
-#include "engine/engine.h"
 #include "log/log.h"
 #include "stats/stats_server.h"
 #include "switch/options.h"
@@ -51,6 +50,13 @@ constexpr unsigned kSpinsBeforeNap = 2000;
 constexpr unsigned kNapsBeforeSleep = kSpinsBeforeNap + 5000;
 
 void on_signal(int) { g_stop = true; }
+
+// The switch's clock: monotonic, in nanoseconds.
+sw::Nanos now_ns() {
+  return static_cast<sw::Nanos>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                    std::chrono::steady_clock::now().time_since_epoch())
+                                    .count());
+}
 
 // The time series: one row per port and queue at every interval.
 class SeriesWriter {
@@ -239,7 +245,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::vector<std::unique_ptr<dpdk::DpdkPort>> ports;
-  std::vector<engine::Port*> raw;
+  std::vector<port::Port*> raw;
   for (std::size_t i = 0; i < o.ports.size(); ++i) {
     dpdk::PortOptions po;
     po.mtu = dpdk::af_packet_link_mtu(o.ports[i]);
@@ -263,16 +269,17 @@ int main(int argc, char** argv) {
   std::printf("uroce-switch: %zu ports, forwarding\n", ports.size());
   std::fflush(stdout);
 
-  // An lcore id for this thread: per-thread mempool caches for the
-  // mbufs every forwarded frame takes and gives back.
-  const dpdk::ThreadRegistration lcore;
-  const engine::Nanos start = engine::now_ns();
-  const engine::Nanos interval = std::uint64_t{o.stats_interval_ms} * 1'000'000;
-  engine::Nanos next_sample = start;
-  engine::Nanos next_control = start;
+  // This thread polls every port: an lcore id for it, and with it
+  // per-thread mempool caches for the mbufs every forwarded frame takes
+  // and gives back.
+  for (auto& p : ports) p->attach_thread();
+  const sw::Nanos start = now_ns();
+  const sw::Nanos interval = std::uint64_t{o.stats_interval_ms} * 1'000'000;
+  sw::Nanos next_sample = start;
+  sw::Nanos next_control = start;
   unsigned idle = 0;
   while (!g_stop) {
-    const engine::Nanos now = engine::now_ns();
+    const sw::Nanos now = now_ns();
     const std::uint32_t work = s.poll(now);
     if (now >= next_sample) {
       series.write(static_cast<double>(now - start) / 1e9, s);
@@ -291,7 +298,7 @@ int main(int argc, char** argv) {
     if (idle > kSpinsBeforeNap)
       std::this_thread::sleep_for(std::chrono::microseconds(idle > kNapsBeforeSleep ? 500 : 20));
   }
-  series.write(static_cast<double>(engine::now_ns() - start) / 1e9, s);
+  series.write(static_cast<double>(now_ns() - start) / 1e9, s);
   if (stats_handle != 0) stats::StatsServer::instance()->remove(stats_handle);
   // The final counters, non-zero ones, as uroce-stat prints them.
   std::string out;

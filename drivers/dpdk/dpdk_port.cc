@@ -13,6 +13,7 @@
 
 #include "dpdk/eal.h"
 #include "log/log.h"
+#include "port/params.h"
 
 namespace uroce::dpdk {
 
@@ -54,7 +55,9 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
   // frame header beside the largest frame (framesz=9216 on a 9000 MTU).
   const std::uint32_t room = std::max<std::uint32_t>(
       RTE_MBUF_DEFAULT_DATAROOM, ((mtu + kL2Overhead + 1023) / 1024 + 1) * 1024);
-  const unsigned n = opts.rx_desc + opts.tx_desc + 4096;
+  // Beyond its rings, the pool has a buffer for every frame its users may
+  // hold (port/params.h).
+  const unsigned n = opts.rx_desc + opts.tx_desc + port::kPoolSpare;
   const std::string pool_name = "uroce_pool" + std::to_string(id);
   p->pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), n, 256, 0,
                                      static_cast<std::uint16_t>(room + RTE_PKTMBUF_HEADROOM),
@@ -112,9 +115,15 @@ DpdkPort::~DpdkPort() {
   if (pool_) rte_mempool_free(pool_);
 }
 
-std::uint16_t DpdkPort::rx_burst(engine::RxFrame* out, std::uint16_t max) {
-  rte_mbuf* m[64];
-  const std::uint16_t n = rte_eth_rx_burst(port_id_, 0, m, std::min<std::uint16_t>(max, 64));
+void DpdkPort::attach_thread() {
+  // The registration lasts as long as the thread: an lcore id, and with it
+  // per-thread mempool caches for every mbuf the port takes and gives back.
+  static thread_local const ThreadRegistration lcore;
+}
+
+std::uint16_t DpdkPort::rx_burst(port::RxFrame* out, std::uint16_t max) {
+  rte_mbuf* m[port::kRxBurst];
+  const std::uint16_t n = rte_eth_rx_burst(port_id_, 0, m, std::min(max, port::kRxBurst));
   std::uint16_t k = 0;
   for (std::uint16_t i = 0; i < n; ++i) {
     if (m[i]->nb_segs != 1) {
@@ -130,13 +139,17 @@ std::uint16_t DpdkPort::rx_burst(engine::RxFrame* out, std::uint16_t max) {
   return k;
 }
 
-void DpdkPort::rx_release(engine::RxFrame* frames, std::uint16_t n) {
-  rte_mbuf* m[64];
-  for (std::uint16_t i = 0; i < n; ++i) m[i] = static_cast<rte_mbuf*>(frames[i].handle);
-  rte_pktmbuf_free_bulk(m, n);
+void DpdkPort::rx_release(port::RxFrame* frames, std::uint16_t n) {
+  rte_mbuf* m[port::kRxBurst];
+  for (std::uint16_t done = 0; done < n;) {
+    const auto k = std::min<std::uint16_t>(n - done, port::kRxBurst);
+    for (std::uint16_t i = 0; i < k; ++i) m[i] = static_cast<rte_mbuf*>(frames[done + i].handle);
+    rte_pktmbuf_free_bulk(m, k);
+    done += k;
+  }
 }
 
-bool DpdkPort::tx_alloc(std::uint32_t size, engine::TxFrame& out) {
+bool DpdkPort::tx_alloc(std::uint32_t size, port::TxFrame& out) {
   rte_mbuf* m = rte_pktmbuf_alloc(pool_);
   if (!m) return false;
   if (size > rte_pktmbuf_tailroom(m)) {
@@ -149,9 +162,9 @@ bool DpdkPort::tx_alloc(std::uint32_t size, engine::TxFrame& out) {
   return true;
 }
 
-std::uint16_t DpdkPort::tx_burst(engine::TxFrame* frames, std::uint16_t n) {
-  rte_mbuf* m[80];
-  n = std::min<std::uint16_t>(n, 80);
+std::uint16_t DpdkPort::tx_burst(port::TxFrame* frames, std::uint16_t n) {
+  rte_mbuf* m[port::kMaxTxBurst];
+  n = std::min(n, port::kMaxTxBurst);
   for (std::uint16_t i = 0; i < n; ++i) {
     m[i] = static_cast<rte_mbuf*>(frames[i].handle);
     m[i]->data_len = static_cast<std::uint16_t>(frames[i].length);
@@ -165,7 +178,7 @@ std::uint16_t DpdkPort::tx_burst(engine::TxFrame* frames, std::uint16_t n) {
   return rte_eth_tx_burst(port_id_, 0, m, n);
 }
 
-void DpdkPort::tx_free(engine::TxFrame& frame) {
+void DpdkPort::tx_free(port::TxFrame& frame) {
   rte_pktmbuf_free(static_cast<rte_mbuf*>(frame.handle));
   frame.handle = nullptr;
 }
@@ -202,11 +215,6 @@ int DpdkPort::enable_hardware_pfc(std::uint8_t lossless, std::uint16_t quanta) {
     if (const int rc = rte_eth_dev_priority_flow_ctrl_set(port_id_, &conf); rc != 0) return rc;
   }
   return 0;
-}
-
-void DpdkPort::attach_thread() {
-  // The registration ends with the thread.
-  static thread_local const ThreadRegistration lcore;
 }
 
 }  // namespace uroce::dpdk

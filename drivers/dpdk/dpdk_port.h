@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "engine/port.h"
+#include "port/port.h"
 
 namespace uroce::dpdk {
 
@@ -20,7 +20,7 @@ struct PortOptions {
   std::uint32_t mtu = 0;  ///< 0: keep the device's
 };
 
-class DpdkPort : public engine::Port {
+class DpdkPort : public port::Port {
  public:
   /// Opens the ethdev EAL probed for `device` (see EalOptions::devices).
   /// On failure returns null with the reason in *error.
@@ -28,20 +28,20 @@ class DpdkPort : public engine::Port {
                                         std::string* error);
   ~DpdkPort() override;
 
-  std::uint16_t rx_burst(engine::RxFrame* out, std::uint16_t max) override;
-  void rx_release(engine::RxFrame* frames, std::uint16_t n) override;
-  bool tx_alloc(std::uint32_t size, engine::TxFrame& out) override;
-  std::uint16_t tx_burst(engine::TxFrame* frames, std::uint16_t n) override;
-  void tx_free(engine::TxFrame& frame) override;
+  /// Registers the polling thread with EAL (dpdk::ThreadRegistration).
+  void attach_thread() override;
+
+  std::uint16_t rx_burst(port::RxFrame* out, std::uint16_t max) override;
+  void rx_release(port::RxFrame* frames, std::uint16_t n) override;
+  bool tx_alloc(std::uint32_t size, port::TxFrame& out) override;
+  std::uint16_t tx_burst(port::TxFrame* frames, std::uint16_t n) override;
+  void tx_free(port::TxFrame& frame) override;
   wire::MacAddr mac() const override { return mac_; }
   std::uint32_t mtu() const override { return mtu_; }
   bool link_up() const override;
   bool offloads_ipv4_checksum() const override { return ipv4_checksum_offload_; }
   std::uint32_t speed_mbps() const override;
   int enable_hardware_pfc(std::uint8_t lossless, std::uint16_t quanta) override;
-  /// Registers the thread with EAL for as long as it lives
-  /// (ThreadRegistration).
-  void attach_thread() override;
 
   std::uint16_t port_id() const { return port_id_; }
 

@@ -23,7 +23,7 @@ namespace {
 // Every port string is DPDK's: a vdev or a PCI address.
 bool claims(const DeviceConfig&) { return true; }
 
-std::unique_ptr<engine::Port> open(const DeviceConfig& dc, const Config& c, std::string* error) {
+std::unique_ptr<port::Port> open(const DeviceConfig& dc, const Config& c, std::string* error) {
   // EAL starts once per process and probes its devices then: hand it
   // every configured device's port, not only this one's.
   EalOptions eal;

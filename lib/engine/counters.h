@@ -35,10 +35,6 @@ enum class EngineCounter : std::uint8_t {
   kTxLoopback,           ///< frames to the device itself, kept off the wire
   kRxLoopback,           ///< ... and received
   kRxOther,
-  kFaultDropped,
-  kFaultDuplicated,
-  kFaultReordered,
-  kFaultCorrupted,
   kCount,
 };
 
@@ -89,14 +85,6 @@ constexpr std::string_view name(EngineCounter c) {
       return "rx_loopback";
     case EngineCounter::kRxOther:
       return "rx_other";
-    case EngineCounter::kFaultDropped:
-      return "fault_dropped";
-    case EngineCounter::kFaultDuplicated:
-      return "fault_duplicated";
-    case EngineCounter::kFaultReordered:
-      return "fault_reordered";
-    case EngineCounter::kFaultCorrupted:
-      return "fault_corrupted";
     case EngineCounter::kCount:
       break;
   }

@@ -1,57 +1,52 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #pragma once
 
-// The poll-mode loop of one device: receive a burst and classify it (ARP,
-// ICMP echo, MAC control, RoCEv2 to its QP, the rest counted and dropped),
-// run the QPs' timers, then let the QPs with work transmit, round robin.
+// The poll-mode loop of one device: receive a burst and classify each
+// frame once (ARP, neighbour discovery, ICMP echo, MAC control, RoCEv2 to
+// the QP its BTH names, the rest counted and dropped), run the QPs'
+// timers, then let the QPs with work transmit, round robin, skipping the
+// priorities PFC has paused.
 //
-// One thread at a time runs the loop: the device's poll thread, or a
-// program thread that finds the engine free (try_poll). attach, detach
-// and resolve may be called from any thread.
+// The engine has two halves, apart so that a device daemon can later own
+// the first for every process and each program the second:
+//   - the host side, one per port: the port, the host stack (host_stack.h:
+//     ARP, ND, ICMP, the neighbour table), the receive buffer with software
+//     PFC and its held CNPs (rx_buffer.h), self-delivery to the device's
+//     own addresses (self_delivery.h), and the backlog toward the port;
+//   - the queue-pair side: the QP table and dispatch by destination QPN,
+//     the timer wheel, the transmit round robin and the Sink that builds
+//     the QPs' frames with lib/wire's frame builder.
+//
+// One thread at a time runs the loop and holds the engine: the device's
+// poll thread, a program thread that finds the engine free (try_poll), or
+// a control call inside locked(). What belongs to that thread says so and
+// asserts in_engine_thread() (UROCE_DEBUG_ASSERT, engine/debug.h). attach,
+// detach and resolve may be called from any thread.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <mutex>
 #include <optional>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "engine/counters.h"
-#include "engine/fault.h"
-#include "engine/neighbors.h"
-#include "engine/port.h"
+#include "engine/frame_path.h"
+#include "engine/host_stack.h"
+#include "engine/params.h"
+#include "engine/rx_buffer.h"
+#include "engine/self_delivery.h"
 #include "engine/timer_wheel.h"
-#include "pfc/pause_generator.h"
-#include "pfc/pause_state.h"
+#include "port/port.h"
 #include "transport/qp.h"
 #include "transport/tx.h"
 
 namespace uroce::engine {
 
-using transport::Nanos;
-
-/// Priority-based Flow Control of the port (lib/pfc).
-struct PfcConfig {
-  bool enabled = false;
-  pfc::XoffConfig xoff;  ///< lossless priorities, thresholds, quanta
-  pfc::WatchdogConfig watchdog;
-};
-
-/// The receive buffer between the port and the transport. Frames wait in
-/// it when the transport is slower than the link; PFC pauses the partner
-/// as it fills. It is used when PFC runs in uroce or the receiver is made
-/// slow on purpose (rx_rate_mbps, a test knob); otherwise frames go from
-/// the port to the transport directly. A full buffer leaves frames in the
-/// port's ring; the slow receiver's drops them.
-struct RxBufferConfig {
-  std::uint64_t bytes = 1u << 20;  ///< past this the buffer drops
-  std::uint32_t rate_mbps = 0;     ///< frames leave at most this fast; 0: no limit
-};
-
 struct EngineConfig {
   std::vector<wire::IpAddr> addresses;  ///< this device's IP addresses
-  FaultConfig fault;                    ///< test feature: seeded impairments
   PfcConfig pfc;
   RxBufferConfig rx_buffer;
   /// The priority of UD QPs, whose datagrams carry each its own route.
@@ -59,7 +54,7 @@ struct EngineConfig {
   /// The device's VLAN, 0 for none: ARP, neighbour discovery and ping
   /// replies go out tagged (PCP 0), frames of other VLANs are not ours.
   std::uint16_t vlan_id = 0;
-  std::uint16_t rx_burst = 32;
+  std::uint16_t rx_burst = kDefaultRxBurst;
   std::uint32_t tx_budget_per_qp = 16;  ///< packets one QP may send per turn
 };
 
@@ -70,9 +65,9 @@ inline Nanos now_ns() {
                                 .count());
 }
 
-class Engine {
+class Engine final : private FramePath {
  public:
-  Engine(Port& port, EngineConfig cfg);
+  Engine(port::Port& port, EngineConfig cfg);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -87,8 +82,13 @@ class Engine {
   /// engine thread (Qp::modify, timers, ...) from any thread.
   template <typename F>
   decltype(auto) locked(F&& fn) {
-    std::lock_guard lock(mu_);
+    const Holding hold(*this);
     return fn();
+  }
+  /// Whether the calling thread holds the engine: runs its loop, or is
+  /// inside locked().
+  bool in_engine_thread() const {
+    return holder_.load(std::memory_order_relaxed) == std::this_thread::get_id();
   }
 
   /// Runs one iteration (waiting for the engine if another thread has it).
@@ -109,7 +109,7 @@ class Engine {
   /// Calls `fn` for every attached QP, holding the engine (for stats).
   template <typename F>
   void for_each_qp(F&& fn) {
-    std::lock_guard lock(mu_);
+    const Holding hold(*this);
     for (const transport::Qp* qp : order_) fn(*qp);
   }
 
@@ -119,121 +119,87 @@ class Engine {
   /// per peer QP, and leaves when the pause ends.
   void send_cnp(const wire::RoceRoute& route, std::uint32_t dest_qp);
 
-  bool is_local(const wire::IpAddr& ip) const;
+  bool is_local(const wire::IpAddr& ip) const { return host_.is_local(ip); }
   const EngineCounters& counters() const { return counters_; }
-  const pfc::Counters& pfc_counters() const { return pfc_counters_; }
+  const pfc::Counters& pfc_counters() const { return rx_.pfc_counters(); }
   /// True when the NIC does PFC; false when uroce does, or nobody does.
-  bool hardware_pfc() const { return hardware_pfc_; }
-  wire::MacAddr mac() const { return mac_; }
-  Port& port() { return port_; }
+  bool hardware_pfc() const { return rx_.hardware_pfc(); }
+  wire::MacAddr mac() const { return host_.mac(); }
+  port::Port& port() { return port_; }
 
  private:
+  /// The engine taken (mu_) and the taker recorded, for in_engine_thread().
+  class Holding {
+   public:
+    explicit Holding(Engine& e) : e_(e), lock_(e.mu_) { record(); }
+    Holding(Engine& e, std::try_to_lock_t) : e_(e), lock_(e.mu_, std::try_to_lock) {
+      if (lock_.owns_lock()) record();
+    }
+    ~Holding() {
+      if (lock_.owns_lock()) e_.holder_.store(std::thread::id(), std::memory_order_relaxed);
+    }
+    bool owns() const { return lock_.owns_lock(); }
+
+   private:
+    void record() { e_.holder_.store(std::this_thread::get_id(), std::memory_order_relaxed); }
+    Engine& e_;
+    std::unique_lock<std::mutex> lock_;
+  };
+
   // Builds frames for the QPs into port buffers, in batches.
   class Sink : public transport::TxSink {
    public:
     explicit Sink(Engine& e) : e_(e) {}
     bool transmit(const transport::TxPacket& pkt) override;
-    bool full() const { return n_ == kBatch; }
+    bool full() const { return n_ == port::kTxBatch; }
     void flush();
 
    private:
-    static constexpr std::uint16_t kBatch = 32;
     Engine& e_;
-    TxFrame batch_[kBatch];
+    port::TxFrame batch_[port::kTxBatch];
     std::uint16_t n_ = 0;
   };
 
   void run_once(Nanos now, std::uint32_t* work);
-  void receive(wire::ConstBytes frame, Nanos now);
-  void receive_one(wire::ConstBytes frame, Nanos now);
-  void on_arp(wire::ConstBytes frame);
-  void on_icmp(wire::ConstBytes frame);
-  void on_ndp(wire::ConstBytes frame);
-  void on_mac_control(wire::ConstBytes frame, Nanos now);
-  // The receive buffer: fill it from a burst, let frames out of it.
-  void buffer_rx(RxFrame* frames, std::uint16_t n, Nanos now);
-  std::uint32_t drain_rx_buffer(Nanos now);
-  /// The slow receiver (rx_rate_mbps) drops at its buffer's end; otherwise
-  /// the engine stops taking frames from the port while the buffer is full.
-  bool drop_when_full() const { return cfg_.rx_buffer.rate_mbps != 0; }
-  // Software PFC: our XOFF/XON from the buffer's backlog, and the pauses
-  // the partner asked for.
-  void run_pfc(Nanos now);
-  /// Sends the pending PFC frame ahead of anything waiting (the MAC's
-  /// own); one the port cannot take stays pending, merged with later ones.
-  void send_pfc();
-  /// Receives the frames the device sent to itself.
-  std::uint32_t run_loopback(Nanos now);
-  /// Whether a frame is addressed to this engine itself.
-  bool to_self(const TxFrame& f) const;
-  void loop_back(TxFrame& f);
+  /// A burst from the port straight to the transport (no receive buffer).
+  std::uint32_t receive_burst(Nanos now);
+  /// RX dispatch: one classification, then the host stack, PFC or a QP.
+  void receive(wire::ConstBytes frame, Nanos now) override;
+  void receive_roce(wire::ConstBytes frame, Nanos now);
+  /// To the device itself, or to the port behind the backlog.
+  void transmit(port::TxFrame* frames, std::uint16_t n) override;
+  /// Sends what the port could not take before; true when nothing waits.
+  bool flush_backlog();
   void transmit_cnp(const wire::RoceRoute& route, std::uint32_t dest_qp);
-  /// Sends the held CNPs whose priority is no longer paused.
-  void release_cnps();
   std::uint8_t priority_of(const transport::Qp& qp) const;
-  void send_raw(wire::ConstBytes frame);
-  /// ARP for an IPv4 target, a Neighbor Solicitation for an IPv6 one.
-  void send_arp_request(const wire::IpAddr& target);
   void run_timers(Nanos now);
   void rearm(transport::Qp& qp);
   std::uint32_t run_tx(Nanos now);
-  void transmit_frames(TxFrame* frames, std::uint16_t n);
-  void send_to_port(TxFrame* frames, std::uint16_t n);
-  bool flush_backlog();
 
-  Port& port_;
+  // The host side.
+  port::Port& port_;
   const EngineConfig cfg_;
-  const wire::MacAddr mac_;
-  std::mutex mu_;  ///< held by whoever runs the loop, and to change the QP table
-  std::unordered_map<std::uint32_t, transport::Qp*> qps_;
-  std::vector<transport::Qp*> order_;  ///< round-robin order
-  // Every QP's next deadline, on 1 us ticks, 4096 to a turn (4 ms).
-  TimerWheel<std::uint32_t> timers_{1000, 4096};
-  std::unordered_map<std::uint32_t, Nanos> armed_;  ///< QPN -> deadline in the wheel
-  std::size_t rr_ = 0;
-  Sink sink_{*this};
-  Neighbors neighbors_;
   EngineCounters counters_;
-  FaultInjector fault_;
-  std::vector<std::vector<std::uint8_t>> rx_held_;  ///< reordered on receive
-  std::vector<TxFrame> tx_held_;                    ///< reordered on transmit
+  HostStack host_;
+  RxBuffer rx_;
+  SelfDelivery self_;
   // Frames the port could not take yet (its ring was full): sent first
   // next time, and while any wait the QPs produce nothing new.
-  std::vector<TxFrame> backlog_;
-  std::vector<std::uint8_t> scratch_;
-  std::uint16_t ip_id_ = 0;
+  std::vector<port::TxFrame> backlog_;
+  std::uint16_t ip_id_ = 0;  ///< IPv4 identification of the frames we send
   const bool ipv4_checksum_offload_;
 
-  pfc::Counters pfc_counters_;
-  bool hardware_pfc_ = false;
-  std::optional<pfc::PauseState> pause_;        ///< software PFC: what the partner paused
-  std::optional<pfc::PauseGenerator> xoff_;     ///< software PFC: our pauses
-  std::uint8_t paused_ = 0;                     ///< priorities paused this iteration
-  std::optional<pfc::PfcRequest> pfc_pending_;  ///< our PFC frame, not sent yet
-  struct HeldCnp {
-    wire::RoceRoute route;
-    std::uint32_t dest_qp;
-  };
-  static constexpr std::size_t kMaxLoopback = 4096;
-  std::deque<std::vector<std::uint8_t>> loopback_;  ///< frames to ourselves, to receive
-  static constexpr std::size_t kSpareFrames = 256;
-  std::vector<std::vector<std::uint8_t>> spare_frames_;  ///< their buffers, for reuse
-  static constexpr std::size_t kMaxHeldCnps = 256;
-  std::vector<HeldCnp> held_cnps_;  ///< CNPs of paused priorities
-  Nanos last_now_ = 0;              ///< the loop's clock never goes back (callers' clocks race)
-  std::uint8_t storms_logged_ = 0;
+  // The queue-pair side.
+  std::unordered_map<std::uint32_t, transport::Qp*> qps_;
+  std::vector<transport::Qp*> order_;                            ///< round-robin order
+  TimerWheel<std::uint32_t> timers_{kTimerTickNs, kTimerSlots};  ///< every QP's next deadline
+  std::unordered_map<std::uint32_t, Nanos> armed_;               ///< QPN -> deadline in the wheel
+  std::size_t rr_ = 0;
+  Sink sink_{*this};
 
-  struct Buffered {
-    RxFrame frame;
-    std::uint32_t charge;  ///< bytes of buffer it holds (at least a share per frame)
-    std::uint8_t priority;
-  };
-  bool buffered_rx_ = false;
-  std::deque<Buffered> rx_buffer_;
-  std::uint64_t rx_buffer_bytes_ = 0;
-  std::array<std::uint64_t, wire::kNumPriorities> rx_backlog_{};  ///< bytes per priority
-  double rx_tokens_ = 0;  ///< bytes the rate limit lets out now
-  Nanos rx_tokens_at_ = 0;
+  std::mutex mu_;  ///< held by whoever runs the loop, and to change the QP table
+  std::atomic<std::thread::id> holder_{};  ///< who holds mu_, for in_engine_thread()
+  Nanos last_now_ = 0;  ///< the loop's clock never goes back (callers' clocks race)
 };
 
 }  // namespace uroce::engine

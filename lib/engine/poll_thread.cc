@@ -52,6 +52,9 @@ void PollThread::drive() {
 }
 
 void PollThread::run() {
+  // The thread that polls the port most says so, once (DPDK registers it
+  // with EAL); program threads that drive the engine now and then do not.
+  engine_.port().attach_thread();
   int idle = 0;
   while (!stop_.load(std::memory_order_relaxed)) {
     const Nanos now = now_ns();

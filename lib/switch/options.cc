@@ -166,7 +166,7 @@ void read_queue(const TomlReader& t, SwitchConfig* c) {
 
 void read_impairment(const TomlReader& t, ImpairmentConfig* c) {
   t.only({"loss", "duplicate", "reorder", "corrupt", "delay", "jitter"});
-  c->loss = t.number("loss", c->loss, 0, 1);
+  c->drop = t.number("loss", c->drop, 0, 1);
   c->duplicate = t.number("duplicate", c->duplicate, 0, 1);
   c->reorder = t.number("reorder", c->reorder, 0, 1);
   c->corrupt = t.number("corrupt", c->corrupt, 0, 1);
@@ -285,7 +285,7 @@ std::string parse_switch_options(int argc, const char* const* argv, SwitchOption
       } else if (a == "--pfc") {
         o->cfg.pfc.enabled = true;
       } else if (a == "--loss") {
-        tx.loss = probability(a, next());
+        tx.drop = probability(a, next());
         any_tx = true;
       } else if (a == "--duplicate") {
         tx.duplicate = probability(a, next());

@@ -5,18 +5,22 @@
 #include <cstring>
 
 #include "log/log.h"
+#include "port/params.h"
 #include "wire/ethernet.h"
 #include "wire/mac_control.h"
 
 namespace uroce::sw {
 
 namespace {
-constexpr std::uint16_t kBurst = 32;
+constexpr std::uint16_t kBurst = 32;  ///< frames received from a port per poll
+/// Frames handed to a port at once: a delay line may let many go together.
+constexpr std::uint16_t kSendBurst = 64;
+static_assert(kBurst <= port::kRxBurst && kSendBurst <= port::kMaxTxBurst);
 constexpr std::int64_t kDwrrQuantum = 1536;  ///< bytes per unit of weight per round
 }  // namespace
 
 struct Switch::PortState {
-  engine::Port* port = nullptr;
+  port::Port* port = nullptr;
   PortConfig cfg;
   bool up = true;
   std::array<std::deque<PacketPtr>, kQueues> queues;
@@ -32,12 +36,12 @@ struct Switch::PortState {
   std::optional<pfc::PauseState> pause;     ///< what the link partner paused
   std::optional<pfc::PauseGenerator> xoff;  ///< our pauses of the partner
   std::uint8_t storms_logged = 0;
-  std::vector<engine::TxFrame> pending;        ///< frames the port refused, sent first
+  std::vector<port::TxFrame> pending;          ///< frames the port refused, sent first
   std::optional<pfc::PfcRequest> pfc_pending;  ///< PFC to send, ahead of anything
   PortCounters counters;
 };
 
-Switch::Switch(std::vector<engine::Port*> ports, SwitchConfig cfg)
+Switch::Switch(std::vector<port::Port*> ports, SwitchConfig cfg)
     : cfg_(std::move(cfg)), mac_(cfg_.aging_ns), rng_(cfg_.seed) {
   for (std::size_t i = 0; i < ports.size(); ++i) {
     auto st = std::make_unique<PortState>();
@@ -149,7 +153,7 @@ void Switch::drop(PortState& st, Drop why, std::uint8_t prio) {
 
 void Switch::receive(std::uint16_t in, Nanos now) {
   PortState& st = *ports_[in];
-  engine::RxFrame frames[kBurst];
+  port::RxFrame frames[kBurst];
   const std::uint16_t n = st.port->rx_burst(frames, kBurst);
   for (std::uint16_t k = 0; k < n; ++k) {
     const wire::ConstBytes f = frames[k].data;
@@ -354,7 +358,7 @@ std::uint32_t Switch::transmit(std::uint16_t e, Nanos now) {
   return n;
 }
 
-std::uint16_t Switch::tx_burst(PortState& st, engine::TxFrame* frames, std::uint16_t n) {
+std::uint16_t Switch::tx_burst(PortState& st, port::TxFrame* frames, std::uint16_t n) {
   const std::uint16_t sent = st.port->tx_burst(frames, n);
   for (std::uint16_t i = 0; i < sent; ++i) {
     st.counters.tx_packets.add();
@@ -364,14 +368,13 @@ std::uint16_t Switch::tx_burst(PortState& st, engine::TxFrame* frames, std::uint
 }
 
 void Switch::send_frames(PortState& st, std::vector<PacketPtr>& ready) {
-  // In bursts of up to 64: a delay line may let many frames go at once.
-  engine::TxFrame frames[64];
+  port::TxFrame frames[kSendBurst];
   std::size_t next = 0;
   while (next < ready.size()) {
     std::uint16_t n = 0;
     for (; next < ready.size() && n < std::size(frames); ++next) {
       PacketPtr& p = ready[next];
-      engine::TxFrame& f = frames[n];
+      port::TxFrame& f = frames[n];
       const auto len = static_cast<std::uint32_t>(p->bytes.size());
       if (st.port->tx_alloc(len, f)) {
         std::memcpy(f.room.data(), p->bytes.data(), len);
@@ -391,7 +394,7 @@ void Switch::send_frames(PortState& st, std::vector<PacketPtr>& ready) {
 
 bool Switch::flush_pending(PortState& st) {
   if (st.pending.empty()) return true;
-  const auto n = static_cast<std::uint16_t>(std::min<std::size_t>(st.pending.size(), 64));
+  const auto n = static_cast<std::uint16_t>(std::min<std::size_t>(st.pending.size(), kSendBurst));
   const std::uint16_t sent = tx_burst(st, st.pending.data(), n);
   st.pending.erase(st.pending.begin(), st.pending.begin() + sent);
   return st.pending.empty();
@@ -401,7 +404,7 @@ void Switch::send_pfc(PortState& st) {
   // The MAC's own frame goes ahead of anything waiting; one the port
   // cannot take now stays pending (merged with later ones) and is tried
   // again next time.
-  engine::TxFrame f;
+  port::TxFrame f;
   if (!st.port->tx_alloc(wire::kMinFrameSize, f)) return;
   const pfc::PfcRequest& req = *st.pfc_pending;
   f.length = static_cast<std::uint32_t>(
@@ -434,13 +437,13 @@ void Switch::write_stats(std::string& out) const {
     c.drops.for_each([&](std::string_view name, std::uint64_t v) { line(scope, name, v); });
     c.pfc.for_each([&](const std::string& name, std::uint64_t v) { line(scope, name, v); });
     for (const auto* dir : {"rx", "tx"}) {
-      const ImpairmentCounters& im = dir[0] == 'r' ? c.rx_impairment : c.tx_impairment;
-      const std::string d(dir);
-      line(scope, d + "_impair_lost", im.lost.get());
-      line(scope, d + "_impair_duplicated", im.duplicated.get());
-      line(scope, d + "_impair_reordered", im.reordered.get());
-      line(scope, d + "_impair_corrupted", im.corrupted.get());
-      line(scope, d + "_impair_delayed", im.delayed.get());
+      const port::ImpairmentCounters& im = dir[0] == 'r' ? c.rx_impairment : c.tx_impairment;
+      im.for_each([&](std::string_view name, std::uint64_t v) {
+        // The switch has always called its drops losses (scripts/scenario.sh
+        // and the fabric tests read rx_impair_lost).
+        if (name == port::name(port::ImpairmentCounter::kDropped)) name = "lost";
+        line(scope, std::string(dir) + "_impair_" + std::string(name), v);
+      });
     }
     for (unsigned q = 0; q < kQueues; ++q) {
       const QueueCounters& qc = c.queues[q];

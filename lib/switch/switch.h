@@ -24,10 +24,10 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/port.h"
 #include "pfc/counters.h"
 #include "pfc/pause_generator.h"
 #include "pfc/pause_state.h"
+#include "port/port.h"
 #include "switch/frame.h"
 #include "switch/impairment.h"
 #include "switch/mac_table.h"
@@ -125,7 +125,7 @@ struct PortCounters {
   std::array<QueueCounters, kQueues> queues;
   counters::Counter ecn_marked;
   pfc::Counters pfc;  /// rx_prioN_pause, tx_prioN_pause, rx_prioN_pause_duration, ...
-  ImpairmentCounters rx_impairment, tx_impairment;
+  port::ImpairmentCounters rx_impairment, tx_impairment;
   counters::Counter link_up;
 };
 
@@ -133,7 +133,7 @@ class Switch {
  public:
   /// `ports` outlive the switch; cfg.ports is indexed like them (missing
   /// entries are unimpaired, unlimited ports).
-  Switch(std::vector<engine::Port*> ports, SwitchConfig cfg);
+  Switch(std::vector<port::Port*> ports, SwitchConfig cfg);
   ~Switch();
   Switch(const Switch&) = delete;
   Switch& operator=(const Switch&) = delete;
@@ -167,7 +167,7 @@ class Switch {
   void unaccount(PortState& st, const Packet& p);
   void send_frames(PortState& st, std::vector<PacketPtr>& ready);
   /// Hands frames to the port and counts those it took.
-  std::uint16_t tx_burst(PortState& st, engine::TxFrame* frames, std::uint16_t n);
+  std::uint16_t tx_burst(PortState& st, port::TxFrame* frames, std::uint16_t n);
   void send_pfc(PortState& st);
   bool flush_pending(PortState& st);
   void drop(PortState& st, Drop why, std::uint8_t prio);

@@ -10,6 +10,7 @@
 
 #include "log/log.h"
 #include "pfc/classify.h"
+#include "port/fault_port.h"
 #include "stats/stats_server.h"
 #include "transport/limits.h"
 #include "transport/random.h"
@@ -43,7 +44,7 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c, st
     *error = dc.name + ": no port driver for '" + dc.port + "'";
     return nullptr;
   }
-  std::unique_ptr<engine::Port> port = driver->open(dc, c, error);
+  std::unique_ptr<port::Port> port = driver->open(dc, c, error);
   if (!port) {
     *error = dc.name + ": " + *error;
     return nullptr;
@@ -52,10 +53,16 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c, st
 }
 
 std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c,
-                                     std::unique_ptr<engine::Port> port, std::string* error) {
+                                     std::unique_ptr<port::Port> port, std::string* error) {
   std::unique_ptr<Device> d(new Device());
   d->cfg_ = dc;
-  d->port_ = std::move(port);
+  // Fault injection, a test feature ([fault]), wraps whatever port it is.
+  const FaultSettings& f = c.fault;
+  port::FaultConfig faults;
+  faults.rx = {f.rx_drop, f.rx_duplicate, f.rx_reorder, f.rx_corrupt};
+  faults.tx = {f.tx_drop, f.tx_duplicate, f.tx_reorder, f.tx_corrupt};
+  faults.seed = f.seed;
+  d->port_ = port::with_faults(std::move(port), faults);
   const wire::MacAddr mac = d->port_->mac();
   // Programs check the port once, right after opening (perftest refuses a
   // port that is down): give a link that needs its peer (memif) time.
@@ -85,10 +92,6 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c,
     ec.addresses.push_back(*ip);
   }
   ec.addresses.push_back(ll);
-  const FaultSettings& f = c.fault;
-  ec.fault.rx = {f.rx_drop, f.rx_duplicate, f.rx_reorder, f.rx_corrupt};
-  ec.fault.tx = {f.tx_drop, f.tx_duplicate, f.tx_reorder, f.tx_corrupt};
-  ec.fault.seed = f.seed;
   ec.rx_buffer.bytes = std::uint64_t{f.rx_buffer_kb} * 1024;
   ec.rx_buffer.rate_mbps = f.rx_rate_mbps;
   const PfcSettings& pfc = c.pfc;
@@ -107,14 +110,7 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c,
   if (c.dcqcn.enabled) d->np_.emplace(d->dcqcn_);
   d->link_was_up_ = d->port_->link_up();
   Device* self = d.get();
-  engine::Port* p = d->port_.get();
-  d->poller_ = std::make_unique<engine::PollThread>(*d->engine_, [self, p] {
-    // The port learns of the thread that polls it before it polls (DPDK
-    // ports make it an EAL thread, for per-thread mempool caches).
-    static thread_local const bool attached = (p->attach_thread(), true);
-    (void)attached;
-    self->watch_link();
-  });
+  d->poller_ = std::make_unique<engine::PollThread>(*d->engine_, [self] { self->watch_link(); });
 
   // Every limit comes from verbs/limits.h; the identity from the port.
   for (std::uint8_t b : id) d->attr_.node_guid = d->attr_.node_guid << 8 | b;
@@ -179,6 +175,8 @@ void Device::watch_link() {
 void Device::for_each_counter(const CounterFn& fn) {
   const engine::EngineCounters& c = engine_->counters();
   c.for_each([&](std::string_view name, std::uint64_t v) { fn("engine", name, v); });
+  port::for_each_fault_counter(
+      *port_, [&](std::string_view name, std::uint64_t v) { fn("engine", name, v); });
   c.for_each_drop([&](std::string_view name, std::uint64_t v) { fn("drop", name, v); });
   engine_->pfc_counters().for_each(
       [&](const std::string& name, std::uint64_t v) { fn("pfc", name, v); });

@@ -21,7 +21,8 @@
 #include "cc/qp_congestion.h"
 #include "engine/engine.h"
 #include "engine/poll_thread.h"
-#include "engine/port.h"
+#include "port/port.h"
+#include "transport/limits.h"
 #include "transport/qp.h"
 #include "uroce/config.h"
 #include "verbs/address_vector.h"
@@ -51,7 +52,7 @@ class Device {
   /// opened: verbs/port_driver.h), with its engine and poll thread. Null
   /// with *error on failure.
   static std::unique_ptr<Device> open(const DeviceConfig& dc, const Config& c,
-                                      std::unique_ptr<engine::Port> port, std::string* error);
+                                      std::unique_ptr<port::Port> port, std::string* error);
   /// The same on the port the configuration names, opened by the driver
   /// that claims it.
   static std::unique_ptr<Device> open(const DeviceConfig& dc, const Config& c, std::string* error);
@@ -137,7 +138,7 @@ class Device {
   cc::Counters cc_counters_;
   DeviceAttr attr_;
   std::vector<wire::IpAddr> gids_;
-  std::unique_ptr<engine::Port> port_;
+  std::unique_ptr<port::Port> port_;
   std::unique_ptr<engine::Engine> engine_;
   std::unique_ptr<engine::PollThread> poller_;
   MrTable mrs_{[this] { engine_->locked([] {}); }};

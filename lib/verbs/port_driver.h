@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include "engine/port.h"
+#include "port/port.h"
 #include "uroce/config.h"
 #include "wire/ethernet.h"
 
@@ -22,7 +22,7 @@ struct PortDriver {
   /// Whether this driver opens the port `dc` names.
   bool (*claims)(const DeviceConfig& dc);
   /// Opens it; null with *error (naming what failed) on failure.
-  std::unique_ptr<engine::Port> (*open)(const DeviceConfig& dc, const Config& c,
+  std::unique_ptr<port::Port> (*open)(const DeviceConfig& dc, const Config& c,
                                         std::string* error);
   /// The MAC the port will have, when it can be known before it is opened
   /// (ibv_get_device_guid of a device not yet opened); nullopt otherwise.

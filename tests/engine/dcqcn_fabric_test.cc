@@ -144,7 +144,7 @@ Result incast(bool dcqcn, Nanos total, Nanos window) {
   constexpr unsigned kReceiver = kSenders;
   std::vector<std::unique_ptr<Node>> nodes;
   std::vector<std::unique_ptr<test::PipePort>> sw_ports;
-  std::vector<engine::Port*> raw;
+  std::vector<port::Port*> raw;
   for (unsigned i = 0; i <= kSenders; ++i) {
     // Hosts on 1 Gb/s links; the switch port toward the receiver is the
     // 100 Mb/s bottleneck.

@@ -2,7 +2,8 @@
 #pragma once
 
 // Two engines on two ports joined in memory, each with a QP that the
-// other's connects to: the fixture of the engine tests.
+// other's connects to: the fixture of the engine tests. A host with faults
+// polls its pipe through a FaultPort, as a device with [fault] set does.
 
 #include <gtest/gtest.h>
 
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "port/fault_port.h"
 #include "support/pipe_port.h"
 #include "support/sim_memory.h"
 
@@ -29,7 +31,8 @@ inline constexpr unsigned kAll = transport::access::kLocalWrite | transport::acc
                                  transport::access::kRemoteRead | transport::access::kRemoteAtomic;
 
 struct Host {
-  test::PipePort port;
+  test::PipePort& port;                     ///< the wire's side: inject, sent
+  std::unique_ptr<port::Port> engine_port;  ///< what the engine polls
   Engine engine;
   test::SimMemory memory;
   transport::Cq scq{4096};
@@ -37,15 +40,23 @@ struct Host {
   std::vector<std::unique_ptr<Qp>> qps;
   Qp* qp = nullptr;  ///< the QP made last
 
-  Host(wire::MacAddr mac, wire::IpAddr ip, FaultConfig fault = {})
-      : Host(mac, [&] {
-          EngineConfig c;
-          c.addresses = {ip};
-          c.fault = fault;
-          return c;
-        }()) {}
-  Host(wire::MacAddr mac, EngineConfig cfg, std::uint32_t speed_mbps = 10000)
-      : port(mac, speed_mbps), engine(port, std::move(cfg)) {}
+  Host(wire::MacAddr mac, wire::IpAddr ip, const port::FaultConfig& fault = {})
+      : Host(
+            mac,
+            [&] {
+              EngineConfig c;
+              c.addresses = {ip};
+              return c;
+            }(),
+            10000, fault) {}
+  Host(wire::MacAddr mac, EngineConfig cfg, std::uint32_t speed_mbps = 10000,
+       const port::FaultConfig& fault = {})
+      : Host(std::make_unique<test::PipePort>(mac, speed_mbps), std::move(cfg), fault) {}
+
+  /// The FaultPort between the pipe and the engine; null without faults.
+  const port::FaultPort* faults() const {
+    return dynamic_cast<const port::FaultPort*>(engine_port.get());
+  }
 
   Qp& make_qp(std::uint32_t qpn) {
     transport::QpInit init;
@@ -62,6 +73,12 @@ struct Host {
     engine.attach(*qp);
     return *qp;
   }
+
+ private:
+  Host(std::unique_ptr<test::PipePort> pipe, EngineConfig cfg, const port::FaultConfig& fault)
+      : port(*pipe),
+        engine_port(port::with_faults(std::move(pipe), fault)),
+        engine(*engine_port, std::move(cfg)) {}
 };
 
 // Polls both engines from one thread until `done` or a wall-clock limit.

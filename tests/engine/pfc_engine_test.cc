@@ -254,14 +254,14 @@ TEST(Pfc, CnpsOfAPausedPriorityWaitForTheResume) {
   r.src_ip = kIpA;
   r.dst_ip = kIpB;
   r.dscp = kDscp3;
-  a.engine.send_cnp(r, 0x2222);
-  a.engine.send_cnp(r, 0x2222);  // the same peer QP: one waits
-  a.engine.send_cnp(r, 0x3333);
+  a.engine.locked([&] { a.engine.send_cnp(r, 0x2222); });
+  a.engine.locked([&] { a.engine.send_cnp(r, 0x2222); });  // the same peer QP: one waits
+  a.engine.locked([&] { a.engine.send_cnp(r, 0x3333); });
   a.engine.poll(now_ns());
   EXPECT_TRUE(cnps_sent(a.port).empty()) << "priority 3 is paused";
   EXPECT_EQ(a.engine.counters().get(EngineCounter::kTxCnpHeld), 3u);
   r.dscp = 0;  // priority 0 is not paused
-  a.engine.send_cnp(r, 0x4444);
+  a.engine.locked([&] { a.engine.send_cnp(r, 0x4444); });
   EXPECT_EQ(cnps_sent(a.port), std::vector<std::uint32_t>{0x4444});
   a.port.inject(pfc_frame(1u << 3, 0));  // XON
   a.engine.poll(now_ns());

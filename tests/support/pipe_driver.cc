@@ -16,7 +16,7 @@ constexpr std::string_view kPrefix = "pipe:";
 
 bool claims(const DeviceConfig& dc) { return dc.port.rfind(kPrefix, 0) == 0; }
 
-std::unique_ptr<engine::Port> open(const DeviceConfig& dc, const Config&, std::string*) {
+std::unique_ptr<port::Port> open(const DeviceConfig& dc, const Config&, std::string*) {
   static std::mutex mu;
   static std::map<std::string, PipePort*> waiting;  // the first end of each pipe
   static std::uint8_t next_mac = 1;

@@ -5,7 +5,7 @@
 
 namespace uroce::test {
 
-std::uint16_t PipePort::rx_burst(engine::RxFrame* out, std::uint16_t max) {
+std::uint16_t PipePort::rx_burst(port::RxFrame* out, std::uint16_t max) {
   std::lock_guard lock(mu_);
   std::uint16_t n = 0;
   while (n < max && !rx_.empty()) {
@@ -19,14 +19,14 @@ std::uint16_t PipePort::rx_burst(engine::RxFrame* out, std::uint16_t max) {
   return n;
 }
 
-void PipePort::rx_release(engine::RxFrame* frames, std::uint16_t n) {
+void PipePort::rx_release(port::RxFrame* frames, std::uint16_t n) {
   std::lock_guard lock(mu_);
   for (std::uint16_t i = 0; i < n; ++i) {
     std::erase_if(in_use_, [&](const auto& b) { return b.get() == frames[i].handle; });
   }
 }
 
-bool PipePort::tx_alloc(std::uint32_t size, engine::TxFrame& out) {
+bool PipePort::tx_alloc(std::uint32_t size, port::TxFrame& out) {
   auto* buf = new std::vector<std::uint8_t>(std::max<std::uint32_t>(size, 60));
   out.room = wire::Bytes(buf->data(), buf->size());
   out.length = 0;
@@ -34,7 +34,7 @@ bool PipePort::tx_alloc(std::uint32_t size, engine::TxFrame& out) {
   return true;
 }
 
-std::uint16_t PipePort::tx_burst(engine::TxFrame* frames, std::uint16_t n) {
+std::uint16_t PipePort::tx_burst(port::TxFrame* frames, std::uint16_t n) {
   for (std::uint16_t i = 0; i < n; ++i) {
     auto* buf = static_cast<std::vector<std::uint8_t>*>(frames[i].handle);
     buf->resize(frames[i].length);
@@ -45,7 +45,7 @@ std::uint16_t PipePort::tx_burst(engine::TxFrame* frames, std::uint16_t n) {
   return n;
 }
 
-void PipePort::tx_free(engine::TxFrame& frame) {
+void PipePort::tx_free(port::TxFrame& frame) {
   delete static_cast<std::vector<std::uint8_t>*>(frame.handle);
   frame.handle = nullptr;
 }

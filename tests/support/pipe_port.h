@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #pragma once
 
-// Two engine Ports joined back to back in memory: what one transmits, the
+// Two Ports joined back to back in memory: what one transmits, the
 // other receives, in order. For engine tests that need no DPDK; they still
 // run the whole engine (classification, ARP, QPs, frames on the wire).
 
@@ -10,11 +10,11 @@
 #include <mutex>
 #include <vector>
 
-#include "engine/port.h"
+#include "port/port.h"
 
 namespace uroce::test {
 
-class PipePort : public engine::Port {
+class PipePort : public port::Port {
  public:
   /// `speed_mbps` is what the port reports (pause quanta are timed by it).
   explicit PipePort(wire::MacAddr mac, std::uint32_t speed_mbps = 10000)
@@ -30,11 +30,11 @@ class PipePort : public engine::Port {
     rx_.push_back(std::move(frame));
   }
 
-  std::uint16_t rx_burst(engine::RxFrame* out, std::uint16_t max) override;
-  void rx_release(engine::RxFrame* frames, std::uint16_t n) override;
-  bool tx_alloc(std::uint32_t size, engine::TxFrame& out) override;
-  std::uint16_t tx_burst(engine::TxFrame* frames, std::uint16_t n) override;
-  void tx_free(engine::TxFrame& frame) override;
+  std::uint16_t rx_burst(port::RxFrame* out, std::uint16_t max) override;
+  void rx_release(port::RxFrame* frames, std::uint16_t n) override;
+  bool tx_alloc(std::uint32_t size, port::TxFrame& out) override;
+  std::uint16_t tx_burst(port::TxFrame* frames, std::uint16_t n) override;
+  void tx_free(port::TxFrame& frame) override;
   wire::MacAddr mac() const override { return mac_; }
   std::uint32_t mtu() const override { return 1500; }
   bool link_up() const override { return true; }

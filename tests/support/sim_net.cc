@@ -52,7 +52,8 @@ bool SimHost::transmit(const TxPacket& pkt) {
   return true;
 }
 
-SimNet::SimNet(std::uint64_t seed, std::uint64_t link_bps) : rng_(seed), link_bps_(link_bps) {}
+SimNet::SimNet(std::uint64_t seed, std::uint64_t link_bps)
+    : seed_(seed), rng_(seed), link_bps_(link_bps) {}
 
 SimHost& SimNet::add_host() {
   const auto id = static_cast<std::uint8_t>(hosts_.size() + 1);
@@ -73,12 +74,23 @@ SimHost& SimNet::add_host() {
 }
 
 void SimNet::set_faults(const SimHost& from, const SimHost& to, const FaultModel& f) {
-  faults_[{from.id_, to.id_}] = f;
+  links_.erase({from.id_, to.id_});
+  links_.emplace(std::pair{from.id_, to.id_},
+                 Link{f, port::Impairment(f, link_seed(from.id_, to.id_))});
 }
 
 void SimNet::set_faults_all(const FaultModel& f) {
   default_faults_ = f;
-  faults_.clear();
+  links_.clear();
+}
+
+SimNet::Link& SimNet::link(std::uint8_t from, std::uint8_t to) {
+  const auto it = links_.find({from, to});
+  if (it != links_.end()) return it->second;
+  return links_
+      .emplace(std::pair{from, to},
+               Link{default_faults_, port::Impairment(default_faults_, link_seed(from, to))})
+      .first->second;
 }
 
 void SimNet::connect(Qp& a, SimHost& ha, Qp& b, SimHost& hb, const QpAttr& params) {
@@ -163,30 +175,25 @@ void SimNet::send_frame(SimHost& from, std::vector<std::uint8_t> frame) {
     if (h->ip_ == dst) to = h->id_;
   }
   if (to == 0) return;
-  const auto it = faults_.find({from.id_, to});
-  const FaultModel& f = it == faults_.end() ? default_faults_ : it->second;
-  std::uniform_real_distribution<double> u(0, 1);
-  const Nanos at = now_ + wire_ns + f.delay;
-  if ((f.cut_at != 0 && now_ >= f.cut_at) || u(rng_) < f.drop) {
+  Link& l = link(from.id_, to);
+  const FaultModel& f = l.faults;
+  const port::ImpairmentDecision d = l.impairment.decide();
+  const Nanos at = now_ + wire_ns + l.impairment.delay();
+  if ((f.cut_at != 0 && now_ >= f.cut_at) || d.drop) {
     trace(now_, "DROP", frame);
     ++stats_.dropped;
     return;
   }
-  if (u(rng_) < f.corrupt) {
-    // One bit flips past the Ethernet header: the ICRC (or an IP check)
-    // must catch it.
-    const std::size_t bit = 14 * 8 + rng_() % ((frame.size() - 14) * 8);
-    frame[bit / 8] ^= static_cast<std::uint8_t>(1u << (bit % 8));
-    ++stats_.corrupted;
-  }
+  // The flip lands past the UDP header: the ICRC must catch it.
+  if (d.corrupt && l.impairment.corrupt(frame)) ++stats_.corrupted;
   Nanos extra = 0;
-  if (u(rng_) < f.reorder) {
-    extra = rng_() % (f.reorder_window + 1);
+  if (d.reorder) {
+    extra = l.impairment.uniform(f.reorder_window);
     ++stats_.reordered;
   }
-  if (u(rng_) < f.duplicate) {
+  if (d.duplicate) {
     ++stats_.duplicated;
-    arrivals_.push({at + rng_() % (f.reorder_window + 1), seq_++, to, frame});
+    arrivals_.push({at + l.impairment.uniform(f.reorder_window), seq_++, to, frame});
   }
   trace(now_, extra ? "send-late" : "send", frame);
   arrivals_.push({at + extra, seq_++, to, std::move(frame)});

@@ -2,8 +2,8 @@
 #pragma once
 
 // A deterministic network simulator for the transport: hosts with QPs, a
-// link between every pair with a bit rate and a seeded fault model, and
-// virtual time. Frames are real RoCEv2: built by lib/wire from what the
+// link between every pair with a bit rate and lib/port's seeded
+// impairment model, and virtual time. Frames are real RoCEv2: built by lib/wire from what the
 // QPs transmit, possibly damaged on the way, then parsed and validated by
 // lib/wire before a QP sees them. Nothing here stands in for the
 // transport: QPs run exactly as in the engine.
@@ -16,6 +16,7 @@
 #include <random>
 #include <vector>
 
+#include "port/impairment.h"
 #include "support/sim_memory.h"
 #include "transport/qp.h"
 #include "wire/roce_frame.h"
@@ -24,13 +25,13 @@ namespace uroce::test {
 
 using transport::Nanos;
 
-/// What the link does to each frame, decided by a seeded generator.
-struct FaultModel {
-  double drop = 0;       ///< probability a frame is lost
-  double duplicate = 0;  ///< probability it arrives twice
-  double reorder = 0;    ///< probability it is held back by up to reorder_window
-  double corrupt = 0;    ///< probability one bit flips (the ICRC catches it)
-  Nanos delay = 2000;    ///< one-way propagation delay
+/// What the link does to each frame: lib/port's model (drop, duplicate,
+/// reorder, corrupt, delay_ns as the one-way propagation delay plus
+/// jitter_ns), and what only the simulator does.
+struct FaultModel : port::ImpairmentConfig {
+  FaultModel() { delay_ns = 2000; }
+  /// A reordered frame arrives up to this much later, a duplicate up to
+  /// this much after the original.
   Nanos reorder_window = 20000;
   Nanos cut_at = 0;  ///< from this time on every frame is lost (0: never)
 };
@@ -122,12 +123,25 @@ class SimNet {
   void deliver(const Arrival& a);
   bool step(Nanos limit);
 
+  /// One direction between two hosts: its faults, decided by a generator
+  /// of its own, so that one link's faults do not depend on the others'
+  /// traffic.
+  struct Link {
+    FaultModel faults;
+    port::Impairment impairment;
+  };
+  Link& link(std::uint8_t from, std::uint8_t to);
+  std::uint64_t link_seed(std::uint8_t from, std::uint8_t to) const {
+    return seed_ * 1000 + from * 16u + to;
+  }
+
+  std::uint64_t seed_;
   std::mt19937_64 rng_;
   std::uint64_t link_bps_;
   Nanos now_ = 0;
   std::uint64_t seq_ = 0;
   std::vector<std::unique_ptr<SimHost>> hosts_;
-  std::map<std::pair<std::uint8_t, std::uint8_t>, FaultModel> faults_;
+  std::map<std::pair<std::uint8_t, std::uint8_t>, Link> links_;
   FaultModel default_faults_;
   std::priority_queue<Arrival, std::vector<Arrival>, std::greater<>> arrivals_;
   SimStats stats_;

@@ -52,7 +52,7 @@ TEST(SwitchOptions, TheCommandLineSetsTheCommonCases) {
   EXPECT_DOUBLE_EQ(o.cfg.queues[3].ecn.pmax, 0.05);
   EXPECT_TRUE(o.cfg.pfc.enabled);
   for (const PortConfig& p : o.cfg.ports) {
-    EXPECT_DOUBLE_EQ(p.tx.loss, 0.01);
+    EXPECT_DOUBLE_EQ(p.tx.drop, 0.01);
     EXPECT_EQ(p.tx.delay_ns, 1'000'000u);
     EXPECT_EQ(p.tx.jitter_ns, 100'000u);
     EXPECT_FALSE(p.rx.any());

@@ -32,7 +32,7 @@ struct Fabric {
   Nanos now = 1 * kMs;
 
   Fabric(unsigned n, SwitchConfig cfg) {
-    std::vector<engine::Port*> raw;
+    std::vector<port::Port*> raw;
     for (unsigned i = 0; i < n; ++i) {
       hosts.push_back(std::make_unique<test::PipePort>(host_mac(i)));
       ports.push_back(std::make_unique<test::PipePort>(switch_mac(i)));
@@ -48,7 +48,7 @@ struct Fabric {
   // Frames host i received, taken out of its port.
   std::vector<std::vector<std::uint8_t>> take(unsigned i) {
     std::vector<std::vector<std::uint8_t>> out;
-    engine::RxFrame f[64];
+    port::RxFrame f[64];
     for (std::uint16_t n; (n = hosts[i]->rx_burst(f, 64)) > 0;) {
       for (std::uint16_t k = 0; k < n; ++k) out.emplace_back(f[k].data.begin(), f[k].data.end());
       hosts[i]->rx_release(f, n);
@@ -343,13 +343,13 @@ std::size_t pass(Fabric& f, int n, std::vector<std::vector<std::uint8_t>>* out =
 
 TEST(Impairment, LossIsSeededAndNearItsRate) {
   ImpairmentConfig c;
-  c.loss = 0.3;
+  c.drop = 0.3;
   Fabric a(2, impaired(c)), b(2, impaired(c)), other(2, impaired(c, 8));
   const std::size_t na = pass(a, 1000), nb = pass(b, 1000), no = pass(other, 1000);
   EXPECT_EQ(na, nb) << "same seed, same losses";
   EXPECT_NE(na, no);
   EXPECT_NEAR(static_cast<double>(na), 700.0, 60.0);
-  EXPECT_EQ(a.sw->counters(0).rx_impairment.lost.get(), 1000 - na);
+  EXPECT_EQ(a.sw->counters(0).rx_impairment.get(port::ImpairmentCounter::kDropped), 1000 - na);
 }
 
 TEST(Impairment, DuplicationReorderingAndCorruption) {
@@ -357,7 +357,7 @@ TEST(Impairment, DuplicationReorderingAndCorruption) {
   d.duplicate = 0.1;
   Fabric fd(2, impaired(d));
   const std::size_t nd = pass(fd, 500);
-  EXPECT_EQ(nd, 500 + fd.sw->counters(0).rx_impairment.duplicated.get());
+  EXPECT_EQ(nd, 500 + fd.sw->counters(0).rx_impairment.get(port::ImpairmentCounter::kDuplicated));
   EXPECT_GT(nd, 500u);
 
   ImpairmentConfig r;
@@ -368,7 +368,7 @@ TEST(Impairment, DuplicationReorderingAndCorruption) {
   std::size_t inversions = 0;
   for (std::size_t i = 1; i < got.size(); ++i) inversions += got[i].back() < got[i - 1].back();
   EXPECT_GT(inversions, 5u);
-  EXPECT_EQ(inversions, fr.sw->counters(0).rx_impairment.reordered.get());
+  EXPECT_EQ(inversions, fr.sw->counters(0).rx_impairment.get(port::ImpairmentCounter::kReordered));
 
   ImpairmentConfig c;
   c.corrupt = 0.2;
@@ -379,7 +379,8 @@ TEST(Impairment, DuplicationReorderingAndCorruption) {
     wire::RocePacket pkt;
     bad += wire::parse_roce_frame(x, pkt) != wire::DropReason::kNone;
   }
-  EXPECT_EQ(bad, fc.sw->counters(0).rx_impairment.corrupted.get()) << "every flip is caught";
+  EXPECT_EQ(bad, fc.sw->counters(0).rx_impairment.get(port::ImpairmentCounter::kCorrupted))
+      << "every flip is caught";
   EXPECT_NEAR(static_cast<double>(bad), 100.0, 30.0);
 }
 

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #pragma once
 
-// The engine's view of a network port: bursts of frames in and out, and
-// the link's identity and state. drivers/dpdk implements it over an
-// ethdev; tests may implement it over memory (never bypassing the engine).
+// A network port as its users see it (the engine, the lab switch, the
+// fault decorator): bursts of frames in and out, and the link's identity
+// and state. drivers/dpdk implements it over an ethdev; tests implement it
+// over memory (never bypassing the engine). It sits below every user, so
+// that drivers/dpdk and lib/switch need nothing of lib/engine.
 
 #include <cerrno>
 #include <cstdint>
@@ -11,7 +13,7 @@
 #include "wire/bytes.h"
 #include "wire/ethernet.h"
 
-namespace uroce::engine {
+namespace uroce::port {
 
 /// A received frame, valid until the port releases it.
 struct RxFrame {
@@ -30,11 +32,18 @@ struct TxFrame {
   std::uint8_t l2_len = 14;
 };
 
+/// One thread at a time calls a port: the loop of its user.
 class Port {
  public:
   virtual ~Port() = default;
 
-  /// Receives up to `max` frames. Each must be given back with rx_release.
+  /// Called once by a thread that is about to poll the port, before it
+  /// does: a DPDK port registers the thread with EAL here (per-thread
+  /// mempool caches).
+  virtual void attach_thread() {}
+
+  /// Receives up to `max` frames (at most kRxBurst, port/params.h). Each
+  /// must be given back with rx_release.
   virtual std::uint16_t rx_burst(RxFrame* out, std::uint16_t max) = 0;
   /// Whether the port computes IPv4 header checksums of frames marked
   /// ipv4_checksum_offload (a NIC's offload).
@@ -44,8 +53,9 @@ class Port {
   /// A buffer for one frame of up to `size` bytes; false when the pool is
   /// empty.
   virtual bool tx_alloc(std::uint32_t size, TxFrame& out) = 0;
-  /// Sends frames (their `length` set); returns how many the port took.
-  /// The rest stay the caller's, to retry or free with tx_free.
+  /// Sends frames (their `length` set); returns how many the port took, at
+  /// most kMaxTxBurst (port/params.h). The rest stay the caller's, to
+  /// retry or free with tx_free.
   virtual std::uint16_t tx_burst(TxFrame* frames, std::uint16_t n) = 0;
   virtual void tx_free(TxFrame& frame) = 0;
 
@@ -55,11 +65,6 @@ class Port {
   virtual bool link_up() const = 0;
   /// Link speed in Mb/s, 0 when unknown.
   virtual std::uint32_t speed_mbps() const = 0;
-
-  /// Called once on a thread that will poll the port (the device's poll
-  /// thread), before it does: DPDK ports make it an EAL thread there, for
-  /// per-thread mempool caches.
-  virtual void attach_thread() {}
 
   /// Hands PFC of the priorities in `lossless` to the NIC, which then
   /// pauses its partner at its own buffer's thresholds and honours the
@@ -72,4 +77,4 @@ class Port {
   }
 };
 
-}  // namespace uroce::engine
+}  // namespace uroce::port

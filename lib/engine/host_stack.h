@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#pragma once
+
+// What a RoCE device needs of a host's network stack beside its transport:
+// ARP (IPv4) and neighbour discovery (IPv6, RFC 4861) to find its peers and
+// be found, ICMP echo so that ping works, and the neighbour table they
+// fill. Its frames go out on the device's VLAN, tagged (PCP 0). Part of
+// the engine's host side; engine thread, except lookup().
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "engine/counters.h"
+#include "engine/frame_path.h"
+#include "engine/neighbors.h"
+#include "port/port.h"
+#include "wire/classify.h"
+#include "wire/ethernet.h"
+#include "wire/ip.h"
+
+namespace uroce::engine {
+
+class HostStack {
+ public:
+  /// `addresses` are the device's; the first of each family sources its
+  /// ARP requests and neighbour solicitations.
+  HostStack(std::vector<wire::IpAddr> addresses, std::uint16_t vlan_id, wire::MacAddr mac,
+            port::Port& port, FramePath& path, EngineCounters& counters);
+
+  bool is_local(const wire::IpAddr& ip) const;
+  const wire::MacAddr& mac() const { return mac_; }
+  /// The device's VLAN, 0 for none: frames of other VLANs are not ours.
+  std::uint16_t vlan_id() const { return vlan_id_; }
+
+  /// Learns the sender; answers a request for one of our addresses.
+  void on_arp(wire::ConstBytes frame);
+  /// Learns from solicitations and advertisements; answers a solicitation
+  /// for one of our addresses.
+  void on_ndp(wire::ConstBytes frame);
+  /// Answers an echo request to one of our addresses.
+  void on_icmp(wire::ConstBytes frame, const wire::FrameClass& c);
+
+  /// Asks for the MAC of `target`: ARP for IPv4, a Neighbor Solicitation
+  /// to its solicited-node group for IPv6.
+  void send_request(const wire::IpAddr& target);
+  /// The MAC of `ip` when it has been learnt. Any thread.
+  std::optional<wire::MacAddr> lookup(const wire::IpAddr& ip) const {
+    return neighbors_.lookup(ip);
+  }
+
+  /// Sends a frame the host side built (ARP, ND, ICMP, a CNP); an untagged
+  /// one gets the device's VLAN tag after its addresses.
+  void send_raw(wire::ConstBytes frame);
+
+ private:
+  const std::vector<wire::IpAddr> addresses_;
+  const std::uint16_t vlan_id_;
+  const wire::MacAddr mac_;
+  port::Port& port_;
+  FramePath& path_;
+  EngineCounters& counters_;
+  Neighbors neighbors_;
+};
+
+}  // namespace uroce::engine
