@@ -98,7 +98,8 @@ PeerRun read_run(int status, const std::string& out_path) {
 class Veth : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root to create network namespaces";
+    // Without root (CAP_SYS_ADMIN, CAP_NET_ADMIN) this fails: a test that
+    // cannot build its network has not passed.
     ASSERT_TRUE(net_.ok()) << "could not create namespaces and a veth pair";
   }
 
@@ -382,7 +383,6 @@ class Hugepages {
 };
 
 TEST(Memif, TwoProcessesMoveEveryByteOverSharedMemory) {
-  if (geteuid() != 0) GTEST_SKIP() << "needs root for hugepages";
   Hugepages huge(384);
   ASSERT_GE(huge.pages(), 256) << "could not allocate hugepages for net_memif";
   test::TempDir dir;
