@@ -8,11 +8,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <ostream>
 #include <memory>
+#include <optional>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -30,10 +32,20 @@ using Bytes = std::vector<std::uint8_t>;
 constexpr unsigned kAllAccess =
     access::kLocalWrite | access::kRemoteWrite | access::kRemoteRead | access::kRemoteAtomic;
 
-// Seeds per loss level; scripts/test.sh runs the default.
-int seeds_per_level() {
-  const char* e = std::getenv("UROCE_SIM_SEEDS");
-  return e ? std::atoi(e) : 400;
+// A whole number of at least `min` from the environment variable `name`,
+// `fallback` when it is unset. Anything else (empty, "0" for a count,
+// "ten", "5x") fails the test: a typo must not run no seed and pass.
+std::optional<long> env_number(const char* name, long fallback, long min) {
+  const char* e = std::getenv(name);
+  if (!e) return fallback;
+  char* end = nullptr;
+  errno = 0;
+  const long v = std::strtol(e, &end, 10);
+  if (*e == '\0' || *end != '\0' || errno != 0 || v < min || v > 1'000'000) {
+    ADD_FAILURE() << name << "='" << e << "': not a whole number from " << min << " to 1000000";
+    return std::nullopt;
+  }
+  return v;
 }
 
 std::uint32_t random_size(std::mt19937_64& rng) {
@@ -313,12 +325,20 @@ class SimProperty : public ::testing::TestWithParam<Level> {};
 
 TEST_P(SimProperty, EveryMessageExactlyOnceInOrderIntact) {
   Coverage cov;
-  const int seeds = seeds_per_level();
-  const char* only = std::getenv("UROCE_SIM_SEED");  // run one seed, to debug it
-  for (int s = only ? std::atoi(only) : 0; s < (only ? std::atoi(only) + 1 : seeds); ++s) {
+  // Seeds per loss level (scripts/test.sh sets them per build), or the one
+  // seed UROCE_SIM_SEED names, to debug it.
+  const auto seeds = env_number("UROCE_SIM_SEEDS", 400, 1);
+  const auto only = env_number("UROCE_SIM_SEED", -1, 0);
+  ASSERT_TRUE(seeds && only);
+  const long first = *only >= 0 ? *only : 0;
+  const long end = *only >= 0 ? *only + 1 : *seeds;
+  for (long s = first; s < end; ++s) {
     SCOPED_TRACE("seed " + std::to_string(s));
     run_seed(static_cast<std::uint64_t>(s) + 1, GetParam().faults, cov);
     if (HasFailure()) break;
+  }
+  if (!HasFailure()) {
+    EXPECT_EQ(cov.seeds, static_cast<std::uint64_t>(end - first)) << "every seed ran";
   }
   // The coverage the run achieved, for the record.
   std::printf(
