@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "support/child.h"
+#include "support/icrc_check.h"
 #include "support/pcap.h"
 #include "support/tshark.h"
 #include "wire/roce_parser.h"
@@ -121,8 +122,9 @@ class Interop : public ::testing::Test {
     EXPECT_GT(roce, 0u) << "no RoCEv2 frame on the link";
   }
 
-  // Every RoCEv2 frame parses with a correct ICRC, and tshark decodes it
-  // as InfiniBand with nothing malformed. Returns how many there were.
+  // Every RoCEv2 frame parses with a correct ICRC, checked by lib/wire and
+  // by tests/support/icrc_check.py, and tshark decodes it as InfiniBand
+  // with nothing malformed. Returns how many there were.
   std::size_t check_capture(const std::string& pcap, bool ipv6) {
     const auto frames = test::read_pcap(pcap);
     std::size_t roce = 0;
@@ -154,6 +156,10 @@ class Interop : public ::testing::Test {
           << pcap << " frame " << d.at("frame.number") << " is UDP 4791 but not InfiniBand";
     }
     EXPECT_EQ(ib, roce) << pcap << ": tshark and uroce disagree on the RoCEv2 frames";
+    // The ICRCs once more, by a check that shares no code with lib/wire.
+    const auto icrc = test::independent_icrc_check(pcap);
+    EXPECT_EQ(icrc.roce, roce) << pcap << ": " << icrc.output;
+    EXPECT_EQ(icrc.bad, 0u) << pcap << ": " << icrc.output;
     return roce;
   }
 
