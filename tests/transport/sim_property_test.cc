@@ -4,7 +4,8 @@
 // over links that lose, duplicate, reorder and corrupt frames. Whatever
 // the seed: every message arrives exactly once, in order, byte-identical;
 // every WR completes exactly once, successfully; atomics see each other
-// in order; no QP stalls.
+// in order; no QP stalls. The seeds take turns over the four kinds of
+// route: IPv4, IPv6, and each on an 802.1Q VLAN.
 
 #include <gtest/gtest.h>
 
@@ -193,10 +194,18 @@ void post_ops(Flow& f, int count, std::mt19937_64& rng, std::uint64_t& next_id) 
 struct Coverage {
   std::uint64_t seeds = 0, frames = 0, dropped = 0, duplicated = 0, reordered = 0, corrupted = 0,
                 retransmits = 0, timeouts = 0, seq_naks = 0, duplicates_seen = 0;
+  std::uint64_t by_route[4] = {};  ///< seeds per kind of route (route_kind)
+  std::uint64_t ipv6_frames = 0, tagged_frames = 0;
 };
 
+// Seed s runs route kind s % 4: IPv4, IPv6, IPv4 tagged, IPv6 tagged.
+constexpr const char* kRouteNames[4] = {"IPv4", "IPv6", "IPv4+VLAN", "IPv6+VLAN"};
+test::SimRoutes route_kind(std::uint64_t seed) {
+  return {.ipv6 = (seed & 1) != 0, .vlan = (seed & 2) != 0};
+}
+
 void run_seed(std::uint64_t seed, const FaultModel& faults, Coverage& cov) {
-  SimNet net(seed);
+  SimNet net(seed, 10'000'000'000, route_kind(seed));
   std::mt19937_64 rng(seed * 7919 + 1);
   SimHost& a = net.add_host();
   SimHost& b = net.add_host();
@@ -306,6 +315,12 @@ void run_seed(std::uint64_t seed, const FaultModel& faults, Coverage& cov) {
   EXPECT_EQ(nrecv, expected_recv);
   const auto& s = net.stats();
   ++cov.seeds;
+  ++cov.by_route[seed % 4];
+  // The frames on the link are what the route says, all of them.
+  EXPECT_EQ(s.ipv6, route_kind(seed).ipv6 ? s.frames : 0);
+  EXPECT_EQ(s.tagged, route_kind(seed).vlan ? s.frames : 0);
+  cov.ipv6_frames += s.ipv6;
+  cov.tagged_frames += s.tagged;
   cov.frames += s.frames;
   cov.dropped += s.dropped;
   cov.duplicated += s.duplicated;
@@ -339,6 +354,9 @@ TEST_P(SimProperty, EveryMessageExactlyOnceInOrderIntact) {
   }
   if (!HasFailure()) {
     EXPECT_EQ(cov.seeds, static_cast<std::uint64_t>(end - first)) << "every seed ran";
+    // Four seeds or more run every kind of route.
+    for (int k = 0; k < 4 && end - first >= 4; ++k)
+      EXPECT_GT(cov.by_route[k], 0u) << "no seed ran " << kRouteNames[k];
   }
   // The coverage the run achieved, for the record.
   std::printf(
@@ -353,6 +371,12 @@ TEST_P(SimProperty, EveryMessageExactlyOnceInOrderIntact) {
       static_cast<unsigned long long>(cov.retransmits),
       static_cast<unsigned long long>(cov.timeouts), static_cast<unsigned long long>(cov.seq_naks),
       static_cast<unsigned long long>(cov.duplicates_seen));
+  std::printf("[ coverage ] %s: seeds by route:", GetParam().name);
+  for (int k = 0; k < 4; ++k)
+    std::printf(" %s %llu", kRouteNames[k], static_cast<unsigned long long>(cov.by_route[k]));
+  std::printf("; %llu frames over IPv6, %llu tagged\n",
+              static_cast<unsigned long long>(cov.ipv6_frames),
+              static_cast<unsigned long long>(cov.tagged_frames));
   if (GetParam().faults.drop > 0) {
     EXPECT_GT(cov.dropped, 0u);
     EXPECT_GT(cov.retransmits, 0u) << "loss must have caused go-back-N";
