@@ -2,8 +2,8 @@
 # Installs every dependency, builds uroce and runs all of its tests:
 #   1. the release build's tests (ctest),
 #   2. the same tests under ASan+UBSan, then under TSan,
-#   3. each libFuzzer target for UROCE_FUZZ_SECONDS (default 60) under
-#      ASan+UBSan, built with clang.
+#   3. each libFuzzer target for UROCE_FUZZ_SECONDS (default 40; five
+#      targets) under ASan+UBSan, built with clang, from its seed corpus.
 # It ends with "tests: N passed, M failed, K skipped", each ctest entry
 # counted once per build and each fuzz target once. Any failure,
 # sanitizer report, fuzzer crash or skip that tests/skips.allow does not
@@ -13,7 +13,7 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 root=$(pwd)
-fuzz_seconds=${UROCE_FUZZ_SECONDS:-60}
+fuzz_seconds=${UROCE_FUZZ_SECONDS:-40}
 jobs=$(nproc)
 
 bash scripts/setup.sh
@@ -73,22 +73,31 @@ run_suite "${UROCE_SIM_SEEDS:-1000}" build || true
 run_suite 150 build-asan -DUROCE_SANITIZE=address -DUROCE_BUILD_BENCH=OFF || true
 run_suite 60 build-tsan -DUROCE_SANITIZE=thread -DUROCE_BUILD_BENCH=OFF || true
 
+# Every libFuzzer target, from its seed corpus (tests/fuzz/corpus, made by
+# make_fuzz_corpus) and what earlier runs found (build-fuzz/corpus). The
+# frame targets take a 9216-byte jumbo frame and their mode byte; the
+# engine and transport targets take sequences of frames and actions.
 echo "==> build-fuzz: libFuzzer targets, ${fuzz_seconds}s each"
-CC=clang CXX=clang++ cmake -S "$root" -B build-fuzz -G Ninja -DUROCE_FUZZ=ON \
-  -DUROCE_BUILD_BENCH=OFF >/dev/null
-fuzzers=(fuzz_wire_parser)
-cmake --build build-fuzz -j "$jobs" --target "${fuzzers[@]}"
+declare -A max_len=([fuzz_wire_parser]=9217 [fuzz_ndp]=9217 [fuzz_classify]=9217
+  [fuzz_engine_rx]=20000 [fuzz_transport_rx]=20000)
+fuzzers=(fuzz_wire_parser fuzz_ndp fuzz_classify fuzz_engine_rx fuzz_transport_rx)
+if ! CC=clang CXX=clang++ cmake -S "$root" -B build-fuzz -G Ninja -DUROCE_FUZZ=ON \
+  -DUROCE_BUILD_BENCH=OFF >/dev/null || ! cmake --build build-fuzz -j "$jobs" --target "${fuzzers[@]}"; then
+  echo "==> build-fuzz: the build failed" >&2
+  failed=$((failed + ${#fuzzers[@]}))
+  fuzzers=()
+fi
 for f in "${fuzzers[@]}"; do
   corpus=build-fuzz/corpus/$f
   mkdir -p "$corpus"
-  if build-fuzz/bin/$f -max_total_time="$fuzz_seconds" -print_final_stats=1 \
-    -artifact_prefix=build-fuzz/ "$corpus" \
+  if build-fuzz/bin/$f -max_total_time="$fuzz_seconds" -max_len="${max_len[$f]}" \
+    -print_final_stats=1 -artifact_prefix=build-fuzz/$f- "$corpus" "tests/fuzz/corpus/$f" \
     >"build-fuzz/$f.log" 2>&1; then
-    tail -n 12 "build-fuzz/$f.log"
+    echo "==> $f: $(grep -E '^#[0-9]+[[:space:]]+DONE' "build-fuzz/$f.log" | tail -1)"
     passed=$((passed + 1))
   else
     tail -n 60 "build-fuzz/$f.log"
-    echo "==> $f found a crash; the input is in build-fuzz/ (crash-*)" >&2
+    echo "==> $f found a crash; the input is in build-fuzz/ ($f-crash-*)" >&2
     failed=$((failed + 1))
   fi
 done
