@@ -106,11 +106,22 @@ class Fabric : public ::testing::Test {
 };
 
 TEST_F(Fabric, PerftestAndPingpongStayIntactThroughLossDuplicationAndReordering) {
-  start_switch("--loss 0.01 --duplicate 0.005 --reorder 0.01 --seed 3");
+  // The pingpong through duplication and reordering, not loss: its two
+  // ends tear down as soon as each has its last completion, so a lost
+  // final ACK leaves the end that sent the last message retrying into a
+  // peer that is gone (RETRY_EXC_ERR, about 1 run in 100 at 1 % loss).
+  // perftest synchronises over TCP before it tears down, so ib_write_bw
+  // takes the loss too.
+  start_switch("--duplicate 0.005 --reorder 0.01 --seed 3");
   // -c: the pingpong checks every byte it receives.
   run_pair("", "", "ibv_rc_pingpong -d uroce0 -g 1 -c -s 4096 -n 300",
            "ibv_rc_pingpong -d uroce0 -g 1 -c -s 4096 -n 300", "pingpong");
   EXPECT_NE(last_client_.find("iters in"), std::string::npos) << last_client_;
+  auto pp = stop_switch();
+  EXPECT_GT(pp["port0.tx_impair_duplicated"] + pp["port1.tx_impair_duplicated"], 0u);
+  EXPECT_GT(pp["port0.tx_impair_reordered"] + pp["port1.tx_impair_reordered"], 0u);
+
+  start_switch("--loss 0.01 --duplicate 0.005 --reorder 0.01 --seed 3");
   run_pair("", "", "ib_write_bw -d uroce0 -x 1 -s 65536 -n 1000 --report_gbits",
            "ib_write_bw -d uroce0 -x 1 -s 65536 -n 1000 --report_gbits", "write_bw");
   EXPECT_NE(last_client_.find("65536      1000"), std::string::npos) << last_client_;
@@ -119,10 +130,12 @@ TEST_F(Fabric, PerftestAndPingpongStayIntactThroughLossDuplicationAndReordering)
   EXPECT_GT(sw.at("port0.tx_impair_duplicated") + sw.at("port1.tx_impair_duplicated"), 0u);
   EXPECT_GT(sw.at("port0.tx_impair_reordered") + sw.at("port1.tx_impair_reordered"), 0u);
   auto h1 = host_counters(1);
-  EXPECT_GT(h1.at("port.completer_retry_err"), 0u) << "uroce went back N";
+  EXPECT_GT(h1.at("port.completer_retry_err"), 0u) << "loss made uroce go back N";
   std::printf(
-      "impaired switch: %llu lost, %llu duplicated, %llu reordered; host 1 went back N "
-      "%llu times\n",
+      "impaired switch: pingpong %llu duplicated, %llu reordered; write_bw %llu lost, %llu "
+      "duplicated, %llu reordered, host 1 went back N %llu times\n",
+      pp["port0.tx_impair_duplicated"] + pp["port1.tx_impair_duplicated"],
+      pp["port0.tx_impair_reordered"] + pp["port1.tx_impair_reordered"],
       sw["port0.tx_impair_lost"] + sw["port1.tx_impair_lost"],
       sw["port0.tx_impair_duplicated"] + sw["port1.tx_impair_duplicated"],
       sw["port0.tx_impair_reordered"] + sw["port1.tx_impair_reordered"],
