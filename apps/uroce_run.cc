@@ -12,6 +12,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -50,6 +51,28 @@ std::string find_library() {
     if (access(candidate.c_str(), R_OK) == 0) return candidate;
   }
   return {};
+}
+
+// LD_PRELOAD with the binding ahead of what was preloaded already, so
+// that its verbs win; a sanitizer's runtime stays first of all, where
+// the runtime insists on being (ASan refuses to start otherwise), which
+// is how the sanitizer builds run programs over an instrumented binding.
+std::string preload_list(const std::string& lib, const char* old) {
+  std::string first, rest;
+  const std::string list = old ? old : "";
+  std::size_t at = 0;
+  while (at < list.size()) {
+    const std::size_t end = std::min(list.find_first_of(": ", at), list.size());
+    const std::string entry = list.substr(at, end - at);
+    at = end + 1;
+    if (entry.empty()) continue;
+    const std::string name = entry.substr(entry.rfind('/') + 1);
+    const bool runtime = name.rfind("libasan", 0) == 0 || name.rfind("libtsan", 0) == 0 ||
+                         name.rfind("libubsan", 0) == 0 || name.rfind("libclang_rt.", 0) == 0;
+    std::string& to = runtime ? first : rest;
+    to += (to.empty() ? "" : ":") + entry;
+  }
+  return (first.empty() ? "" : first + ":") + lib + (rest.empty() ? "" : ":" + rest);
 }
 
 }  // namespace
@@ -113,9 +136,7 @@ int main(int argc, char** argv) {
     if (!mtu.empty()) setenv("UROCE_DEVICE0_MTU", mtu.c_str(), 1);
     if (hugepages) setenv("UROCE_DEVICE0_HUGEPAGES", "true", 1);
   }
-  std::string preload = lib;
-  if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
-  setenv("LD_PRELOAD", preload.c_str(), 1);
+  setenv("LD_PRELOAD", preload_list(lib, std::getenv("LD_PRELOAD")).c_str(), 1);
   execvp(argv[i], argv + i);
   std::fprintf(stderr, "uroce-run: %s: %s\n", argv[i], std::strerror(errno));
   return 127;

@@ -5,7 +5,9 @@
 # whose port toward the receiver is a RATE bottleneck marking ECN. Run
 # side by side: no congestion control (what rxe offers), uroce's DCQCN,
 # and PFC. Prints per-run goodput, Jain's fairness, switch drops and
-# queue, go-back-N and CNPs; each run's table and plot stay in OUT/<run>.
+# queue, go-back-N and CNPs, and whether DCQCN met its targets (Jain's
+# index at least 0.9, fewer drops and less go-back-N than without it);
+# each run's table and plot stay in OUT/<run>.
 # Run as root after building:
 #   bench/incast.sh [--senders N] [--rate RATE] [--seconds S] [--out OUT]
 set -euo pipefail
@@ -21,7 +23,7 @@ while [[ $# -gt 0 ]]; do
     --rate) rate=$2; shift 2 ;;
     --seconds) seconds=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    *) sed -n '3,11p' "$0" >&2; exit 2 ;;
+    *) sed -n '3,13p' "$0" >&2; exit 2 ;;
   esac
 done
 
@@ -35,14 +37,28 @@ done
 
 echo "incast: $senders senders into $rate, $seconds s, ECN marking at the bottleneck"
 printf '%-10s %10s %8s %10s %12s %10s %10s %10s\n' run "Mb/s" Jain drops "queue max B" go-back-N CNPs "PFC XOFF"
+declare -A jain drops gbn
 for r in "${runs[@]}"; do
   name=${r%%:*}
   s=$out/$name/summary.txt
-  awk -v name="$name" '
+  row=$(awk -v name="$name" '
     /^h[0-9]/ { gbn += $3; cnp += $5 }
     /^total/ { mbps = $2 * 1000; jain = $6 }
     /queue max/ { for (i = 1; i <= NF; i++) { if ($i == "max") q = $(i + 1); if ($i == "dropped") d = $(i + 1) } }
     /PFC XOFF sent/ { for (i = 1; i <= NF; i++) if ($i == "sent") x = $(i + 1) }
     END { gsub(",", "", x); printf "%-10s %10.1f %8.3f %10d %12d %10d %10d %10d\n", name, mbps, jain, d, q, gbn, cnp, x }
-  ' "$s"
+  ' "$s")
+  echo "$row"
+  read -r _ _ jain[$name] drops[$name] _ gbn[$name] _ <<<"$row"
 done
+
+# What the incast test asserted before it ran on shared CI machines, where
+# the load moves these numbers: DCQCN's targets against no congestion
+# control. A missed target is printed, not fatal: this is a measurement.
+target() {  # DESCRIPTION CONDITION
+  if awk "BEGIN { exit !($2) }"; then echo "  met:    $1"; else echo "  MISSED: $1"; fi
+}
+echo "targets (dcqcn against no-cc):"
+target "Jain's fairness with DCQCN >= 0.9 (${jain[dcqcn]})" "${jain[dcqcn]} >= 0.9"
+target "fewer drops with DCQCN (${drops[dcqcn]} < ${drops[no-cc]})" "${drops[dcqcn]} < ${drops[no-cc]}"
+target "less go-back-N with DCQCN (${gbn[dcqcn]} < ${gbn[no-cc]})" "${gbn[dcqcn]} < ${gbn[no-cc]}"

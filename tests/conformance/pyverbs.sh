@@ -4,17 +4,24 @@
 # under /usr/share/doc/rdma-core/tests) over uroce: one module, run by
 # run_tests.py through uroce-run on a device whose port is one end of a
 # veth pair in a network namespace of its own. Prints the module's
-# counts and the reason of each group of skips; fails on any failure or
-# error, or if nothing ran.
-#   tests/conformance/pyverbs.sh BIN_DIR MODULE [HUGEPAGES]      (as root)
+# counts and the reason of each group of skips, and writes the counts to
+# RESULTS/MODULE for the pass floor (pass_floor.sh). Fails on any
+# failure or error, or if nothing ran; exits 77 (which ctest reports as
+# Skipped) if every case ran and skipped, none passing: a module that
+# passes nothing has not passed.
+#   tests/conformance/pyverbs.sh BIN_DIR MODULE RESULTS [HUGEPAGES]  (as root)
 # With HUGEPAGES, at least that many 2 MB pages are reserved for the run
 # (the module's huge-page cases skip without them) and the count is put
-# back afterwards.
+# back afterwards. UROCE_PYVERBS_PRELOAD names libraries to preload into
+# the suite's python ahead of uroce (a sanitizer's runtime).
 set -euo pipefail
 
 bin=$1
 module=$2
-hugepages=${3:-0}
+results=$3
+hugepages=${4:-0}
+mkdir -p "$results"
+rm -f "$results/$module"
 nr_huge=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
 huge_before=
 suite=/usr/share/doc/rdma-core/tests
@@ -49,7 +56,9 @@ ip -n "$ns" link set rdma up
 ip -n "$ns" link set peer up
 
 status=0
-ip netns exec "$ns" "$bin/uroce-run" --port net_af_packet0,iface=rdma --ip 10.77.0.1/24 -- \
+preload=()
+if [[ -n ${UROCE_PYVERBS_PRELOAD:-} ]]; then preload=(env "LD_PRELOAD=$UROCE_PYVERBS_PRELOAD"); fi
+ip netns exec "$ns" "${preload[@]}" "$bin/uroce-run" --port net_af_packet0,iface=rdma --ip 10.77.0.1/24 -- \
   /usr/bin/python3 "$work/tests/run_tests.py" --dev uroce0 --gid 1 -v "$module" \
   >"$work/log" 2>&1 || status=$?
 cat "$work/log"
@@ -97,4 +106,11 @@ ran=$(grep -Eo '^Ran [0-9]+ tests?' "$work/log" | grep -Eo '[0-9]+' || echo 0)
 if [[ $status -ne 0 || $ran -eq 0 ]] || grep -Eq '^pyverbs .* [1-9][0-9]* (failed|errors)' <<<"$summary"; then
   echo "pyverbs $module: not clean (exit status $status, $ran tests ran)" >&2
   exit 1
+fi
+passed=$(sed -nE 's/^pyverbs [^:]+: [0-9]+ tests, ([0-9]+) passed.*/\1/p' <<<"$summary")
+skipped=$(sed -nE 's/^pyverbs [^:]+: .* ([0-9]+) skipped.*/\1/p' <<<"$summary")
+echo "passed $passed skipped $skipped" >"$results/$module"
+if ((passed == 0)); then
+  echo "pyverbs $module: every case skipped, none passed" >&2
+  exit 77
 fi

@@ -4,9 +4,15 @@
 // and the sender goes back N); a paused priority holds its own QPs only;
 // the watchdog ends a storm; malformed MAC control frames are dropped and
 // counted; the PFC frames uroce sends decode in tshark.
+//
+// On virtual time (SimClock): how fast the receiver drains, how long a
+// pause lasts and when the watchdog fires are all timed, and on the real
+// clock a loaded machine moved the outcome. Here each iteration is 10 us
+// whatever the load, and the same run gives the same counters.
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <random>
 
@@ -32,8 +38,8 @@ EngineConfig config(const wire::IpAddr& ip, bool pfc) {
 }
 
 // A slow receiver: a buffer smaller than the sender's window (256 packets
-// of 1 KiB), emptied at 20 Mb/s: slower than the sender even when a
-// sanitizer slows this thread down ten times.
+// of 1 KiB), emptied at 20 Mb/s, while the sender may send 16 packets
+// per 10 us iteration (13 Gb/s).
 EngineConfig slow_receiver(bool pfc) {
   EngineConfig c = config(kIpB, pfc);
   c.rx_buffer.bytes = 160 * 1024;
@@ -87,13 +93,12 @@ std::vector<std::uint8_t> pfc_frame(std::uint8_t enable, std::uint16_t time3) {
   return f;
 }
 
-// Writes 1 MiB from a to b and returns once the completion is in.
-void write_1mib(Host& a, Host& b) {
+// Writes 1 MiB from a to b and returns once the completion is in (about
+// 0.45 s of virtual time at 20 Mb/s).
+void write_1mib(SimClock& clock, Host& a, Host& b) {
   const Buffers t = make_buffers(a, b, 1u << 20, 5);
   post_write(*a.qp, t, 1);
-  ASSERT_TRUE(run(
-      a, b, [&] { return a.scq.size() >= 1; }, 120))
-      << "the WRITE stalled";
+  ASSERT_TRUE(clock.run(a, b, [&] { return a.scq.size() >= 1; })) << "the WRITE stalled";
   transport::Wc wc;
   ASSERT_EQ(a.scq.poll(&wc, 1), 1u);
   EXPECT_EQ(wc.status, transport::WcStatus::kSuccess);
@@ -106,7 +111,8 @@ TEST(Pfc, ASlowReceiverPausesItsSenderAndDropsNothing) {
   b.port.keep_sent = true;
   // At 20 Mb/s the buffer holds tens of milliseconds: a 268 ms ACK timeout.
   connect(a, b, 0x1111, 0x2222, kDscp3, 16);
-  write_1mib(a, b);
+  SimClock clock;
+  write_1mib(clock, a, b);
   EXPECT_EQ(b.engine.counters().get(EngineCounter::kRxBufferDropped), 0u);
   EXPECT_EQ(a.qp->counters().get(transport::Counter::kCompleterRetryErr), 0u)
       << "no go-back-N: nothing was lost";
@@ -118,6 +124,11 @@ TEST(Pfc, ASlowReceiverPausesItsSenderAndDropsNothing) {
   EXPECT_GT(pfc_count(a, "rx_prio3_pause_duration"), 0u);
   EXPECT_EQ(pfc_count(a, "rx_prio0_pause"), 0u);
   EXPECT_EQ(pfc_count(a, "pfc_storm_detected"), 0u);
+  std::printf("slow receiver, PFC on: %llu XOFF, %llu XON, sender paused %llu us of %.0f ms\n",
+              static_cast<unsigned long long>(pfc_count(b, "tx_prio3_pause")),
+              static_cast<unsigned long long>(pfc_count(b, "tx_prio3_resume")),
+              static_cast<unsigned long long>(pfc_count(a, "rx_prio3_pause_duration")),
+              static_cast<double>(clock.now() - SimClock().now()) / 1e6);
 
   // What b sent decodes in tshark as PFC for priority 3: XOFF with the
   // configured quanta, XON with zero.
@@ -155,17 +166,22 @@ TEST(Pfc, WithoutPfcTheSlowReceiverDropsAndTheSenderGoesBackN) {
   test::PipePort::join(a.port, b.port);
   // At 20 Mb/s the buffer holds tens of milliseconds: a 268 ms ACK timeout.
   connect(a, b, 0x1111, 0x2222, kDscp3, 16);
-  write_1mib(a, b);
+  SimClock clock;
+  write_1mib(clock, a, b);
   EXPECT_GT(b.engine.counters().get(EngineCounter::kRxBufferDropped), 0u);
   EXPECT_GT(a.qp->counters().get(transport::Counter::kCompleterRetryErr), 0u);
   EXPECT_EQ(pfc_count(b, "tx_prio3_pause"), 0u);
+  std::printf(
+      "slow receiver, PFC off: %llu frames dropped, %llu go-back-N in %.0f ms\n",
+      static_cast<unsigned long long>(b.engine.counters().get(EngineCounter::kRxBufferDropped)),
+      static_cast<unsigned long long>(a.qp->counters().get(transport::Counter::kCompleterRetryErr)),
+      static_cast<double>(clock.now() - SimClock().now()) / 1e6);
 }
 
 TEST(Pfc, APausedPriorityHoldsItsOwnQpsOnly) {
   EngineConfig ca = config(kIpA, true);
   ca.pfc.watchdog.detection_ns = 0;  // the pause below is meant to last
-  // 100 Mb/s: each XOFF holds 335 ms, longer than any time this thread
-  // may spend off the CPU.
+  // 100 Mb/s: each XOFF holds 335 ms.
   Host a(kMacA, ca, 100), b(kMacB, config(kIpB, true));
   test::PipePort::join(a.port, b.port);
   connect(a, b, 0x1000, 0x2000, 0);  // priority 0: lossy
@@ -175,18 +191,19 @@ TEST(Pfc, APausedPriorityHoldsItsOwnQpsOnly) {
   const Buffers t0 = make_buffers(a, b, 256 * 1024, 1);
   const Buffers t3 = make_buffers(a, b, 256 * 1024, 3);
   // The partner pauses priority 3, again every millisecond.
+  SimClock clock;
   Nanos last = 0;
   auto xoff = [&] {
-    if (now_ns() - last < kMs) return;
-    last = now_ns();
+    if (clock.now() - last < kMs) return;
+    last = clock.now();
     a.port.inject(pfc_frame(1u << 3, 0xFFFF));
   };
   xoff();
-  run(a, b, [&] { return true; });  // a takes the XOFF in
+  clock.tick(a, b);  // a takes the XOFF in
   post_write(lossless, t3, 3);
   post_write(lossy, t0, 0);
   transport::Wc wc;
-  ASSERT_TRUE(run(a, b, [&] {
+  ASSERT_TRUE(clock.run(a, b, [&] {
     xoff();
     return a.scq.size() >= 1;
   }));
@@ -195,7 +212,7 @@ TEST(Pfc, APausedPriorityHoldsItsOwnQpsOnly) {
   EXPECT_EQ(lossless.counters().get(transport::Counter::kSentPkts), 0u);
   // XON: priority 3 goes again.
   a.port.inject(pfc_frame(1u << 3, 0));
-  ASSERT_TRUE(run(a, b, [&] { return a.scq.size() >= 1; }));
+  ASSERT_TRUE(clock.run(a, b, [&] { return a.scq.size() >= 1; }));
   ASSERT_EQ(a.scq.poll(&wc, 1), 1u);
   EXPECT_EQ(wc.wr_id, 3u);
   EXPECT_EQ(wc.status, transport::WcStatus::kSuccess);
@@ -206,8 +223,7 @@ TEST(Pfc, APausedPriorityHoldsItsOwnQpsOnly) {
 TEST(Pfc, TheWatchdogEndsAStormAndTrafficResumes) {
   EngineConfig ca = config(kIpA, true);
   ca.pfc.watchdog = {50 * kMs, 50 * kMs};
-  // At 100 Mb/s an XOFF pauses for 335 ms: a loaded machine that leaves
-  // this thread off the CPU for a while does not break the storm.
+  // At 100 Mb/s an XOFF pauses for 335 ms.
   Host a(kMacA, ca, 100), b(kMacB, config(kIpB, true));
   test::PipePort::join(a.port, b.port);
   connect(a, b, 0x1111, 0x2222, kDscp3, 14);  // 67 ms ACK timeout: outlasts detection
@@ -215,7 +231,8 @@ TEST(Pfc, TheWatchdogEndsAStormAndTrafficResumes) {
   const Buffers t = make_buffers(a, b, 1u << 20, 9);
   a.port.inject(pfc_frame(1u << 3, 0xFFFF));
   post_write(*a.qp, t, 1);
-  ASSERT_TRUE(run(a, b, [&] {
+  SimClock clock;
+  ASSERT_TRUE(clock.run(a, b, [&] {
     a.port.inject(pfc_frame(1u << 3, 0xFFFF));
     return a.scq.size() >= 1;
   }));
@@ -247,7 +264,8 @@ TEST(Pfc, CnpsOfAPausedPriorityWaitForTheResume) {
   Host a(kMacA, ca, 100);  // an XOFF holds 335 ms at 100 Mb/s
   a.port.keep_sent = true;
   a.port.inject(pfc_frame(1u << 3, 0xFFFF));
-  a.engine.poll(now_ns());
+  SimClock clock;
+  clock.poll(a);
   wire::RoceRoute r;
   r.src_mac = kMacA;
   r.dst_mac = kMacB;
@@ -257,15 +275,15 @@ TEST(Pfc, CnpsOfAPausedPriorityWaitForTheResume) {
   a.engine.locked([&] { a.engine.send_cnp(r, 0x2222); });
   a.engine.locked([&] { a.engine.send_cnp(r, 0x2222); });  // the same peer QP: one waits
   a.engine.locked([&] { a.engine.send_cnp(r, 0x3333); });
-  a.engine.poll(now_ns());
+  clock.poll(a);
   EXPECT_TRUE(cnps_sent(a.port).empty()) << "priority 3 is paused";
   EXPECT_EQ(a.engine.counters().get(EngineCounter::kTxCnpHeld), 3u);
   r.dscp = 0;  // priority 0 is not paused
   a.engine.locked([&] { a.engine.send_cnp(r, 0x4444); });
   EXPECT_EQ(cnps_sent(a.port), std::vector<std::uint32_t>{0x4444});
   a.port.inject(pfc_frame(1u << 3, 0));  // XON
-  a.engine.poll(now_ns());
-  a.engine.poll(now_ns());
+  clock.poll(a);
+  clock.poll(a);
   EXPECT_EQ(cnps_sent(a.port), (std::vector<std::uint32_t>{0x4444, 0x2222, 0x3333}));
 }
 
@@ -282,7 +300,8 @@ TEST(Pfc, MalformedMacControlFramesAreDroppedAndCounted) {
   auto short_frame = pfc_frame(1u << 3, 0xFFFF);
   short_frame.resize(20);
   for (auto* f : {&bad_dst, &bad_op, &bad_enable, &short_frame}) a.port.inject(*f);
-  write_1mib(a, b);
+  SimClock clock;
+  write_1mib(clock, a, b);
   EXPECT_EQ(a.engine.counters().get(EngineCounter::kRxMacControlDropped), 4u);
   EXPECT_EQ(pfc_count(a, "rx_prio3_pause"), 0u) << "none of them paused anything";
 }

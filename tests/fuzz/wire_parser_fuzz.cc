@@ -6,8 +6,8 @@
 //
 // The first input byte picks how the rest becomes a frame:
 //   0: the bytes as they are;
-//   1: the bytes, with IPv4 header checksum and ICRC resealed, so inputs
-//      reach the checks behind the ICRC;
+//   1: the bytes, with IPv4 header checksum and ICRC resealed
+//      (fuzz_input.h), so inputs reach the checks behind the ICRC;
 //   2: a valid packet of an opcode chosen by the input, built with the
 //      builder, then mutated by the input and resealed or not.
 
@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "fuzz/fuzz_input.h"
 #include "wire/arp.h"
 #include "wire/icmp.h"
 #include "wire/icrc.h"
@@ -23,38 +24,9 @@
 #include "wire/roce_parser.h"
 
 using namespace uroce::wire;
+using uroce::fuzz::reseal;
 
 namespace {
-
-#define FUZZ_CHECK(cond)       \
-  do {                         \
-    if (!(cond)) std::abort(); \
-  } while (0)
-
-// Recomputes the IPv4 header checksum and the ICRC where the frame's own
-// lengths say they are, as far as the frame holds them.
-void reseal(std::vector<std::uint8_t>& f) {
-  if (f.size() < 14) return;
-  std::size_t l3 = 14;
-  std::uint16_t type = load_be16(f.data() + 12);
-  if (type == ether_type::kVlan && f.size() >= 18) {
-    type = load_be16(f.data() + 16);
-    l3 = 18;
-  }
-  std::size_t ip_len;
-  if (type == ether_type::kIpv4 && f.size() >= l3 + 20) {
-    store_be16(f.data() + l3 + 10, 0);
-    store_be16(f.data() + l3 + 10, inet_checksum(f.data() + l3, 20));
-    ip_len = load_be16(f.data() + l3 + 2);
-  } else if (type == ether_type::kIpv6 && f.size() >= l3 + 40) {
-    ip_len = 40 + std::size_t{load_be16(f.data() + l3 + 4)};
-  } else {
-    return;
-  }
-  if (ip_len < 4 || l3 + ip_len > f.size()) return;
-  const std::size_t icrc_at = l3 + ip_len - 4;
-  icrc_store(f.data() + icrc_at, icrc_compute(ConstBytes(f).subspan(l3, icrc_at - l3)));
-}
 
 std::vector<std::uint8_t> structured(const std::uint8_t* d, std::size_t n) {
   static const std::vector<std::uint8_t> kOpcodes = [] {

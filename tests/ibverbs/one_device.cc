@@ -6,8 +6,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 
 namespace uroce::test {
 
@@ -20,11 +22,13 @@ int sh(const std::string& cmd) {
 }
 }  // namespace
 
-void private_veth_devices(const std::string& ip0, const std::string& ip1) {
-  ASSERT_EQ(unshare(CLONE_NEWNET), 0);
-  ASSERT_EQ(sh("ip link add v0 type veth peer name v1"), 0);
+std::string private_veth_devices(const std::string& ip0, const std::string& ip1) {
+  if (unshare(CLONE_NEWNET) != 0)
+    return std::string("unshare(CLONE_NEWNET): ") + std::strerror(errno) +
+           " (these tests need root, or CAP_SYS_ADMIN and CAP_NET_ADMIN)";
+  if (sh("ip link add v0 type veth peer name v1") != 0) return "ip link add v0 type veth failed";
   sh("sysctl -qw net.ipv6.conf.all.disable_ipv6=1");
-  ASSERT_EQ(sh("ip link set v0 up && ip link set v1 up"), 0);
+  if (sh("ip link set v0 up && ip link set v1 up") != 0) return "ip link set v0/v1 up failed";
   setenv("UROCE_DEVICE0_NAME", "uroce0", 1);
   setenv("UROCE_DEVICE0_PORT", "net_af_packet0,iface=v0", 1);
   setenv("UROCE_DEVICE0_IP", ip0.c_str(), 1);
@@ -33,6 +37,7 @@ void private_veth_devices(const std::string& ip0, const std::string& ip1) {
     setenv("UROCE_DEVICE1_PORT", "net_af_packet1,iface=v1", 1);
     setenv("UROCE_DEVICE1_IP", ip1.c_str(), 1);
   }
+  return "";
 }
 
 ibv_context* open_device(const std::string& name) {
@@ -132,6 +137,7 @@ void observe(ibv_qp* responder) {
 }
 
 void OneDeviceTest::SetUp() {
+  ASSERT_EQ(setup_error_, "") << "the suite's setup failed";
   ctx_ = open_device("uroce0");
   ASSERT_NE(ctx_, nullptr);
   pd_ = ibv_alloc_pd(ctx_);

@@ -19,7 +19,12 @@ namespace uroce::test {
 /// v0-v1 (it goes away with the process, however the process ends; the
 /// devices' threads, made later, live in it too) and configures uroce0 on
 /// v0 with address `ip0` and, if given, uroce1 on v1 with `ip1` (CIDRs).
-void private_veth_devices(const std::string& ip0, const std::string& ip1 = "");
+/// Returns what went wrong, or an empty string.
+///
+/// A suite calls it from SetUpTestSuite and every test's SetUp fails on
+/// its error: gtest skips, rather than fails, the tests of a suite whose
+/// SetUpTestSuite fails, and ctest would count the skips as passed.
+[[nodiscard]] std::string private_veth_devices(const std::string& ip0, const std::string& ip1 = "");
 
 /// Opens the uroce device `name` ("uroce0"); nullptr if there is none.
 ibv_context* open_device(const std::string& name);
@@ -52,7 +57,9 @@ ibv_qp* create_rc_qp(ibv_pd* pd, ibv_cq* cq);
 /// destroy_qps() and before OneDeviceTest::TearDown().
 class OneDeviceTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { private_veth_devices("10.89.0.1/24"); }
+  static void SetUpTestSuite() { setup_error_ = private_veth_devices("10.89.0.1/24"); }
+  /// Fails (fatally) if the suite's setup did; a derived fixture's SetUp
+  /// calls it under ASSERT_NO_FATAL_FAILURE.
   void SetUp() override;
   void TearDown() override;
 
@@ -71,6 +78,9 @@ class OneDeviceTest : public ::testing::Test {
   ibv_pd* pd_ = nullptr;
   ibv_cq* cq_ = nullptr;
   std::vector<ibv_qp*> qps_;
+
+ private:
+  static inline std::string setup_error_;
 };
 
 }  // namespace uroce::test

@@ -61,10 +61,11 @@ struct Side {
 class VerbsApi : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    uroce::test::private_veth_devices("10.88.0.1/24", "10.88.0.2/24");
+    setup_error_ = uroce::test::private_veth_devices("10.88.0.1/24", "10.88.0.2/24");
   }
 
   void SetUp() override {
+    ASSERT_EQ(setup_error_, "") << "the suite's setup failed";
     a_.ctx = uroce::test::open_device("uroce0");
     b_.ctx = uroce::test::open_device("uroce1");
     ASSERT_NE(a_.ctx, nullptr);
@@ -185,6 +186,7 @@ class VerbsApi : public ::testing::Test {
   }
 
   Side a_, b_;
+  static inline std::string setup_error_;  // a failed setup fails each test (one_device.h)
 };
 
 TEST_F(VerbsApi, WriteReadSendAndAtomicsArriveIntact) {

@@ -29,7 +29,7 @@ constexpr unsigned kDmAccess = IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE |
 class DeviceMemoryApi : public uroce::test::OneDeviceTest {
  protected:
   void SetUp() override {
-    OneDeviceTest::SetUp();
+    ASSERT_NO_FATAL_FAILURE(OneDeviceTest::SetUp());
     ibv_device_attr_ex attr{};
     ASSERT_EQ(ibv_query_device_ex(ctx_, nullptr, &attr), 0);
     max_dm_size_ = attr.max_dm_size;

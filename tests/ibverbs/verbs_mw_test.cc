@@ -32,7 +32,7 @@ constexpr std::size_t kPage = 4096;
 class MemoryWindowApi : public uroce::test::OneDeviceTest {
  protected:
   void SetUp() override {
-    OneDeviceTest::SetUp();
+    ASSERT_NO_FATAL_FAILURE(OneDeviceTest::SetUp());
     // The target: three pages, the window over the middle one.
     target_.assign(3 * kPage, 0xA5);
     source_.resize(kPage);

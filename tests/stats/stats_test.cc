@@ -17,13 +17,20 @@
 namespace uroce::verbs {
 namespace {
 
-std::string run(const std::string& cmd) {
+struct Command {
+  int status = -1;  ///< the exit status, -1 if the command did not exit
   std::string out;
+};
+
+Command run(const std::string& cmd) {
+  Command r;
   FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
   char buf[4096];
-  for (std::size_t n; (n = fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
-  pclose(p);
-  return out;
+  for (std::size_t n; (n = fread(buf, 1, sizeof(buf), p)) > 0;) r.out.append(buf, n);
+  const int rc = pclose(p);
+  if (rc != -1 && WIFEXITED(rc)) r.status = WEXITSTATUS(rc);
+  return r;
 }
 
 TEST(Stats, UroceStatShowsADevicesCounters) {
@@ -46,15 +53,21 @@ TEST(Stats, UroceStatShowsADevicesCounters) {
       std::nullopt);
 
   const std::string env = "UROCE_STATS_DIR=" + dir.path() + " ";
-  const std::string table = run(env + UROCE_STAT);
-  EXPECT_NE(table.find("uroce0"), std::string::npos) << table;
-  EXPECT_NE(table.find("tx_arp_request"), std::string::npos) << table;
-  const std::string everything = run(env + UROCE_STAT " --all");
-  EXPECT_NE(everything.find("bad_icrc"), std::string::npos) << "drop reasons are listed";
-  const std::string json = run(env + UROCE_STAT " --json " + std::to_string(getpid()));
-  EXPECT_EQ(json.rfind("{\"" + std::to_string(getpid()) + "\":{\"uroce0\":{\"engine\":{", 0), 0u)
-      << json;
-  EXPECT_NE(json.find("\"tx_arp_request\":"), std::string::npos);
+  const Command table = run(env + UROCE_STAT);
+  EXPECT_EQ(table.status, 0) << table.out;
+  EXPECT_NE(table.out.find("uroce0"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("tx_arp_request"), std::string::npos) << table.out;
+  const Command everything = run(env + UROCE_STAT " --all");
+  EXPECT_EQ(everything.status, 0);
+  EXPECT_NE(everything.out.find("bad_icrc"), std::string::npos) << "drop reasons are listed";
+  const Command json = run(env + UROCE_STAT " --json " + std::to_string(getpid()));
+  EXPECT_EQ(json.status, 0);
+  EXPECT_EQ(json.out.rfind("{\"" + std::to_string(getpid()) + "\":{\"uroce0\":{\"engine\":{", 0),
+            0u)
+      << json.out;
+  EXPECT_NE(json.out.find("\"tx_arp_request\":"), std::string::npos);
+  // A mistyped argument is an error, not an empty table.
+  EXPECT_EQ(run(env + UROCE_STAT " --jsn 2>/dev/null").status, 2);
 
   // GID table and port attributes as a verbs program would read them.
   ASSERT_EQ(dev->gids().size(), 2u);

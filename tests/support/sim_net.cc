@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "wire/classify.h"
 #include "wire/roce_parser.h"
 
 namespace uroce::test {
@@ -15,7 +16,11 @@ using namespace uroce::transport;
 
 SimHost::SimHost(SimNet& net, std::uint8_t id) : net_(net), id_(id) {
   mac_ = {{0x02, 0, 0, 0, 0, id}};
-  ip_ = wire::IpAddr::from_v4(0x0A000000u | id);
+  if (net.routes_.ipv6) {
+    ip_.bytes = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, id};  // fd00::N
+  } else {
+    ip_ = wire::IpAddr::from_v4(0x0A000000u | id);
+  }
 }
 
 const wire::RoceRoute& SimHost::route_to(const SimHost& peer) const { return routes_.at(peer.id_); }
@@ -52,8 +57,8 @@ bool SimHost::transmit(const TxPacket& pkt) {
   return true;
 }
 
-SimNet::SimNet(std::uint64_t seed, std::uint64_t link_bps)
-    : seed_(seed), rng_(seed), link_bps_(link_bps) {}
+SimNet::SimNet(std::uint64_t seed, std::uint64_t link_bps, SimRoutes routes)
+    : seed_(seed), rng_(seed), link_bps_(link_bps), routes_(routes) {}
 
 SimHost& SimNet::add_host() {
   const auto id = static_cast<std::uint8_t>(hosts_.size() + 1);
@@ -67,6 +72,12 @@ SimHost& SimNet::add_host() {
       r.dst_mac = to->mac_;
       r.src_ip = from->ip_;
       r.dst_ip = to->ip_;
+      if (routes_.ipv6) r.flow_label = 0x12340u | from->id_;
+      if (routes_.vlan) {
+        r.vlan = true;
+        r.vid = 100;
+        r.pcp = 3;
+      }
       from->routes_[to->id_] = r;
     }
   }
@@ -147,15 +158,18 @@ namespace {
 const bool kTrace = std::getenv("UROCE_SIM_TRACE") != nullptr;
 
 void trace(Nanos now, const char* what, const std::vector<std::uint8_t>& frame) {
-  if (!kTrace || frame.size() < 54) return;
-  const wire::Bth bth = wire::Bth::parse(frame.data() + 42);
+  if (!kTrace) return;
+  const wire::FrameClass fc = wire::classify(frame);
+  const std::size_t at = fc.l4_offset() + 8;  // the BTH, past UDP
+  if (!fc.ip() || frame.size() < at + 12) return;
+  const wire::Bth bth = wire::Bth::parse(frame.data() + at);
   const auto& info = wire::opcode_info(bth.opcode);
   std::printf("%12llu %-9s %-32s qp %06x psn %06x%s", static_cast<unsigned long long>(now), what,
               std::string(info.name).c_str(), bth.dest_qp, bth.psn.value(),
               bth.ack_req ? " A" : "");
   if (info.has(wire::ExtHeader::kAeth))
-    std::printf(" aeth %02x msn %u", frame[42 + info.offset_of(wire::ExtHeader::kAeth)],
-                wire::load_be24(frame.data() + 43 + info.offset_of(wire::ExtHeader::kAeth)));
+    std::printf(" aeth %02x msn %u", frame[at + info.offset_of(wire::ExtHeader::kAeth)],
+                wire::load_be24(frame.data() + at + 1 + info.offset_of(wire::ExtHeader::kAeth)));
   std::printf("\n");
 }
 
@@ -169,7 +183,11 @@ void SimNet::send_frame(SimHost& from, std::vector<std::uint8_t> frame) {
   stats_.bytes += frame.size();
 
   // Route by destination IP, as the fabric would.
-  const wire::IpAddr dst = wire::IpAddr::from_v4(wire::load_be32(frame.data() + 14 + 16));
+  const wire::FrameClass fc = wire::classify(frame);
+  if (!fc.ip()) throw std::logic_error("the builder produced a frame without an IP header");
+  stats_.ipv6 += fc.ip_version == 6;
+  stats_.tagged += fc.tagged;
+  const wire::IpAddr dst = fc.ip_dst(frame);
   std::uint8_t to = 0;
   for (auto& h : hosts_) {
     if (h->ip_ == dst) to = h->id_;

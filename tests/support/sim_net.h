@@ -3,10 +3,11 @@
 
 // A deterministic network simulator for the transport: hosts with QPs, a
 // link between every pair with a bit rate and lib/port's seeded
-// impairment model, and virtual time. Frames are real RoCEv2: built by lib/wire from what the
-// QPs transmit, possibly damaged on the way, then parsed and validated by
-// lib/wire before a QP sees them. Nothing here stands in for the
-// transport: QPs run exactly as in the engine.
+// impairment model, and virtual time. Frames are real RoCEv2 over IPv4 or
+// IPv6, tagged or not: built by lib/wire from what the QPs transmit,
+// possibly damaged on the way, then parsed and validated by lib/wire
+// before a QP sees them. Nothing here stands in for the transport: QPs
+// run exactly as in the engine.
 
 #include <cstdint>
 #include <functional>
@@ -36,6 +37,14 @@ struct FaultModel : port::ImpairmentConfig {
   Nanos cut_at = 0;  ///< from this time on every frame is lost (0: never)
 };
 
+/// How the hosts are addressed: IPv4 or IPv6, untagged or on an 802.1Q
+/// VLAN, so that seeds run every kind of route the builder and the parser
+/// know.
+struct SimRoutes {
+  bool ipv6 = false;  ///< hosts at fd00::N instead of 10.0.0.N, with a flow label
+  bool vlan = false;  ///< every frame tagged: VLAN 100, PCP 3
+};
+
 /// Counts of what the simulated links did.
 struct SimStats {
   std::uint64_t frames = 0;
@@ -45,6 +54,8 @@ struct SimStats {
   std::uint64_t corrupted = 0;
   std::uint64_t rejected = 0;  ///< frames lib/wire's parser refused on arrival
   std::uint64_t bytes = 0;
+  std::uint64_t ipv6 = 0;    ///< frames sent over IPv6
+  std::uint64_t tagged = 0;  ///< frames sent with an 802.1Q tag
 };
 
 class SimNet;
@@ -86,7 +97,8 @@ class SimHost : public transport::TxSink {
 
 class SimNet {
  public:
-  explicit SimNet(std::uint64_t seed, std::uint64_t link_bps = 10'000'000'000);
+  explicit SimNet(std::uint64_t seed, std::uint64_t link_bps = 10'000'000'000,
+                  SimRoutes routes = {});
 
   SimHost& add_host();
   /// The fault model of frames going from `from` to `to`.
@@ -101,6 +113,7 @@ class SimNet {
 
   Nanos now() const { return now_; }
   const SimStats& stats() const { return stats_; }
+  const SimRoutes& routes() const { return routes_; }
   std::mt19937_64& rng() { return rng_; }
 
   /// Runs until `done` returns true or virtual time passes `limit`; returns
@@ -138,6 +151,7 @@ class SimNet {
   std::uint64_t seed_;
   std::mt19937_64 rng_;
   std::uint64_t link_bps_;
+  SimRoutes routes_;
   Nanos now_ = 0;
   std::uint64_t seq_ = 0;
   std::vector<std::unique_ptr<SimHost>> hosts_;

@@ -4,15 +4,18 @@
 // over links that lose, duplicate, reorder and corrupt frames. Whatever
 // the seed: every message arrives exactly once, in order, byte-identical;
 // every WR completes exactly once, successfully; atomics see each other
-// in order; no QP stalls.
+// in order; no QP stalls. The seeds take turns over the four kinds of
+// route: IPv4, IPv6, and each on an 802.1Q VLAN.
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <ostream>
 #include <memory>
+#include <optional>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -30,10 +33,20 @@ using Bytes = std::vector<std::uint8_t>;
 constexpr unsigned kAllAccess =
     access::kLocalWrite | access::kRemoteWrite | access::kRemoteRead | access::kRemoteAtomic;
 
-// Seeds per loss level; scripts/test.sh runs the default.
-int seeds_per_level() {
-  const char* e = std::getenv("UROCE_SIM_SEEDS");
-  return e ? std::atoi(e) : 400;
+// A whole number of at least `min` from the environment variable `name`,
+// `fallback` when it is unset. Anything else (empty, "0" for a count,
+// "ten", "5x") fails the test: a typo must not run no seed and pass.
+std::optional<long> env_number(const char* name, long fallback, long min) {
+  const char* e = std::getenv(name);
+  if (!e) return fallback;
+  char* end = nullptr;
+  errno = 0;
+  const long v = std::strtol(e, &end, 10);
+  if (*e == '\0' || *end != '\0' || errno != 0 || v < min || v > 1'000'000) {
+    ADD_FAILURE() << name << "='" << e << "': not a whole number from " << min << " to 1000000";
+    return std::nullopt;
+  }
+  return v;
 }
 
 std::uint32_t random_size(std::mt19937_64& rng) {
@@ -181,10 +194,18 @@ void post_ops(Flow& f, int count, std::mt19937_64& rng, std::uint64_t& next_id) 
 struct Coverage {
   std::uint64_t seeds = 0, frames = 0, dropped = 0, duplicated = 0, reordered = 0, corrupted = 0,
                 retransmits = 0, timeouts = 0, seq_naks = 0, duplicates_seen = 0;
+  std::uint64_t by_route[4] = {};  ///< seeds per kind of route (route_kind)
+  std::uint64_t ipv6_frames = 0, tagged_frames = 0;
 };
 
+// Seed s runs route kind s % 4: IPv4, IPv6, IPv4 tagged, IPv6 tagged.
+constexpr const char* kRouteNames[4] = {"IPv4", "IPv6", "IPv4+VLAN", "IPv6+VLAN"};
+test::SimRoutes route_kind(std::uint64_t seed) {
+  return {.ipv6 = (seed & 1) != 0, .vlan = (seed & 2) != 0};
+}
+
 void run_seed(std::uint64_t seed, const FaultModel& faults, Coverage& cov) {
-  SimNet net(seed);
+  SimNet net(seed, 10'000'000'000, route_kind(seed));
   std::mt19937_64 rng(seed * 7919 + 1);
   SimHost& a = net.add_host();
   SimHost& b = net.add_host();
@@ -294,6 +315,12 @@ void run_seed(std::uint64_t seed, const FaultModel& faults, Coverage& cov) {
   EXPECT_EQ(nrecv, expected_recv);
   const auto& s = net.stats();
   ++cov.seeds;
+  ++cov.by_route[seed % 4];
+  // The frames on the link are what the route says, all of them.
+  EXPECT_EQ(s.ipv6, route_kind(seed).ipv6 ? s.frames : 0);
+  EXPECT_EQ(s.tagged, route_kind(seed).vlan ? s.frames : 0);
+  cov.ipv6_frames += s.ipv6;
+  cov.tagged_frames += s.tagged;
   cov.frames += s.frames;
   cov.dropped += s.dropped;
   cov.duplicated += s.duplicated;
@@ -313,12 +340,23 @@ class SimProperty : public ::testing::TestWithParam<Level> {};
 
 TEST_P(SimProperty, EveryMessageExactlyOnceInOrderIntact) {
   Coverage cov;
-  const int seeds = seeds_per_level();
-  const char* only = std::getenv("UROCE_SIM_SEED");  // run one seed, to debug it
-  for (int s = only ? std::atoi(only) : 0; s < (only ? std::atoi(only) + 1 : seeds); ++s) {
+  // Seeds per loss level (scripts/test.sh sets them per build), or the one
+  // seed UROCE_SIM_SEED names, to debug it.
+  const auto seeds = env_number("UROCE_SIM_SEEDS", 400, 1);
+  const auto only = env_number("UROCE_SIM_SEED", -1, 0);
+  ASSERT_TRUE(seeds && only);
+  const long first = *only >= 0 ? *only : 0;
+  const long end = *only >= 0 ? *only + 1 : *seeds;
+  for (long s = first; s < end; ++s) {
     SCOPED_TRACE("seed " + std::to_string(s));
     run_seed(static_cast<std::uint64_t>(s) + 1, GetParam().faults, cov);
     if (HasFailure()) break;
+  }
+  if (!HasFailure()) {
+    EXPECT_EQ(cov.seeds, static_cast<std::uint64_t>(end - first)) << "every seed ran";
+    // Four seeds or more run every kind of route.
+    for (int k = 0; k < 4 && end - first >= 4; ++k)
+      EXPECT_GT(cov.by_route[k], 0u) << "no seed ran " << kRouteNames[k];
   }
   // The coverage the run achieved, for the record.
   std::printf(
@@ -333,6 +371,12 @@ TEST_P(SimProperty, EveryMessageExactlyOnceInOrderIntact) {
       static_cast<unsigned long long>(cov.retransmits),
       static_cast<unsigned long long>(cov.timeouts), static_cast<unsigned long long>(cov.seq_naks),
       static_cast<unsigned long long>(cov.duplicates_seen));
+  std::printf("[ coverage ] %s: seeds by route:", GetParam().name);
+  for (int k = 0; k < 4; ++k)
+    std::printf(" %s %llu", kRouteNames[k], static_cast<unsigned long long>(cov.by_route[k]));
+  std::printf("; %llu frames over IPv6, %llu tagged\n",
+              static_cast<unsigned long long>(cov.ipv6_frames),
+              static_cast<unsigned long long>(cov.tagged_frames));
   if (GetParam().faults.drop > 0) {
     EXPECT_GT(cov.dropped, 0u);
     EXPECT_GT(cov.retransmits, 0u) << "loss must have caused go-back-N";

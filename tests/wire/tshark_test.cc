@@ -10,6 +10,7 @@
 #include <cstring>
 #include <random>
 
+#include "support/icrc_check.h"
 #include "support/pcap.h"
 #include "support/wire_samples.h"
 #include "wire/arp.h"
@@ -50,9 +51,10 @@ std::vector<Expect> roce_expects(const RoceRoute& route, const test::SamplePacke
       {"udp.srcport", route.udp_sport},
       {"udp.dstport", kRoceV2Port},
   };
-  // Wireshark shows the ICRC's wire bytes read big-endian. Wireshark 4.0
-  // does not know the CNP opcode and shows its last 20 bytes as vendor
-  // data instead.
+  // Wireshark shows the ICRC's wire bytes read big-endian (it does not
+  // check them: the independent check does, below). Wireshark 4.0 does
+  // not know the CNP opcode and shows its last 20 bytes as vendor data
+  // instead.
   if (info.operation != Operation::kCnp) {
     e.push_back({"infiniband.invariant.crc",
                  __builtin_bswap32(icrc_load(frame.data() + frame.size() - 4))});
@@ -150,6 +152,13 @@ std::vector<Case> build_cases() {
   return cases;
 }
 
+std::size_t roce_cases(const std::vector<Case>& cases) {
+  return static_cast<std::size_t>(std::count_if(cases.begin(), cases.end(), [](const Case& c) {
+    return std::any_of(c.expects.begin(), c.expects.end(),
+                       [](const Expect& e) { return e.field == "infiniband.bth.opcode"; });
+  }));
+}
+
 TEST(Tshark, DecodesEveryFieldTheBuilderWroteAndNothingIsMalformed) {
   const std::vector<Case> cases = build_cases();
   test::TempDir dir;
@@ -168,6 +177,12 @@ TEST(Tshark, DecodesEveryFieldTheBuilderWroteAndNothingIsMalformed) {
   }
   const auto decoded = test::tshark_decode(pcap, fields, {"udp.check_checksum:TRUE"});
   ASSERT_EQ(decoded.size(), cases.size());
+  // tshark shows the ICRC field but does not check it: the independent
+  // check does (tests/support/icrc_check.py).
+  const auto icrc = test::independent_icrc_check(pcap);
+  EXPECT_EQ(icrc.status, 0) << icrc.output;
+  EXPECT_EQ(icrc.roce, roce_cases(cases)) << icrc.output;
+  EXPECT_EQ(icrc.bad, 0u) << icrc.output;
 
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const Case& c = cases[i];
