@@ -3,7 +3,10 @@
 #   1. the release build's tests (ctest),
 #   2. the same tests under ASan+UBSan, then under TSan,
 #   3. each libFuzzer target for UROCE_FUZZ_SECONDS (default 40; five
-#      targets) under ASan+UBSan, built with clang, from its seed corpus.
+#      targets) under ASan+UBSan, built with clang, from its seed corpus,
+#   4. a build (no test run) of every other standard build type with GCC
+#      (Debug, Release, MinSizeRel) and of the default one with Clang,
+#      each warning-free (-Werror), each counted as one test.
 # It ends with "tests: N passed, M failed, K skipped", each ctest entry
 # counted once per build and each fuzz target once. Any failure,
 # sanitizer report, fuzzer crash or skip that tests/skips.allow does not
@@ -101,6 +104,24 @@ for f in "${fuzzers[@]}"; do
     failed=$((failed + 1))
   fi
 done
+
+# The other build types: users and packagers build Release, and with Clang.
+build_only() {  # DIR CMAKE_ARGS...: one build, counted as one test
+  local dir=$1
+  shift
+  echo "==> $dir: build"
+  if cmake -S "$root" -B "$dir" -G Ninja "$@" >/dev/null && cmake --build "$dir" -j "$jobs" >"$dir.log" 2>&1; then
+    passed=$((passed + 1))
+  else
+    tail -n 40 "$dir.log" >&2
+    echo "==> $dir: the build failed" >&2
+    failed=$((failed + 1))
+  fi
+}
+build_only build-debug -DCMAKE_BUILD_TYPE=Debug
+build_only build-release -DCMAKE_BUILD_TYPE=Release
+build_only build-minsizerel -DCMAKE_BUILD_TYPE=MinSizeRel
+CC=clang CXX=clang++ build_only build-clang
 
 echo "tests: $passed passed, $failed failed, $skipped skipped"
 ((failed == 0))

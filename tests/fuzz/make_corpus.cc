@@ -54,7 +54,13 @@ Frame with_byte(std::uint8_t b, const Frame& f) {
   return out;
 }
 
-std::string num(std::size_t i) { return (i < 10 ? "0" : "") + std::to_string(i); }
+// Two digits at least. (Not "0" + std::to_string(i): GCC 12's -Wrestrict
+// misreads that at -O3.)
+std::string num(std::size_t i) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "%02zu", i);
+  return buf;
+}
 
 std::uint8_t op(Opcode o) { return static_cast<std::uint8_t>(o); }
 
