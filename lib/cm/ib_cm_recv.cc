@@ -104,23 +104,17 @@ void IbCm::issue_drep(const Mad& received, const GsiAddress& from) {
 void IbCm::dup_req_handler(Conn& existing, const GsiAddress& from) {
   counters_.rx_duplicates.inc(CmAttr::kReq);
   // cm_dup_req_handler: still deciding (REQ_RCVD), say nothing; having
-  // delayed an MRA, send it now; in timewait, the REQ is for a connection
-  // that is gone.
-  switch (existing.state) {
-    case CmState::kMraReqSent:
-      transmit(make_out(from, hdr_with_tid(existing.tid), format_mra(existing, MsgResponse::kReq)),
-               CmAttr::kMra, true);
-      break;
-    case CmState::kTimewait: {
-      static constexpr std::array<std::uint8_t, 0> kNone{};
-      transmit(make_out(from, hdr_with_tid(existing.tid),
-                        format_rej(existing, RejReason::kStaleConn, kNone, kNone)),
-               CmAttr::kRej, true);
-      break;
-    }
-    default:
-      break;
-  }
+  // delayed an MRA, send it now. In timewait cm.c answers REJ STALE_CONN;
+  // but a REQ with this connection's remote comm ID and CA GUID is a late
+  // copy of the REQ that set it up (a peer does not reuse a comm ID that
+  // soon), and that REJ, naming both comm IDs, would reach the peer's
+  // connection in whatever state it is: one still disconnecting would
+  // report REJECTED instead of DISCONNECTED. uroce drops the copy. A REQ
+  // of a new connection from the same QP still gets STALE_CONN (the
+  // remote QPN check in req_handler).
+  if (existing.state == CmState::kMraReqSent)
+    transmit(make_out(from, hdr_with_tid(existing.tid), format_mra(existing, MsgResponse::kReq)),
+             CmAttr::kMra, true);
 }
 
 void IbCm::req_handler(const Mad& mad, const GsiAddress& from, Nanos now) {

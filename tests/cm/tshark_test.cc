@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "cm/cm_net.h"
+#include "cm/cma_peers.h"
 #include "cm/mad.h"
 #include "cm/mad_samples.h"
 #include "support/pcap.h"
@@ -271,6 +273,74 @@ TEST(Tshark, DecodesEveryFieldOfRandomMessagesAsEncoded) {
     }
   }
   check(cases);
+}
+
+// A whole connection as lib/cm runs it, REQ to TIMEWAIT, captured on the
+// simulated wire: every MAD decodes, and the REQ, REP and DREQ show the
+// QPNs, PSNs, ports and addresses the two sides used.
+TEST(Tshark, DecodesAConnectionLibCmSetsUpAndTearsDown) {
+  for (bool ipv6 : {false, true}) {
+    SCOPED_TRACE(ipv6 ? "ipv6" : "ipv4");
+    test::CmNet net(99);
+    test::CmHost& a = net.add_host(ipv6 ? "fd77::2" : "10.77.0.2");
+    test::CmHost& b = net.add_host(ipv6 ? "fd77::1" : "10.77.0.1");
+    test::Peer pa(net, a), pb(net, b);
+    pa.private_data = {0xCA, 0xFE};
+    pb.listen(PortSpace::kTcp, 7174);
+    const std::uint32_t x = pa.connect(PortSpace::kTcp, b.ip(), 7174);
+    ASSERT_TRUE(net.run_until(
+        [&] {
+          return pb.first_request() && pb.count(pb.first_request(), CmaEventType::kEstablished);
+        },
+        10 * test::kSec));
+    pa.disconnect(x);
+    ASSERT_TRUE(net.run_until([&] { return pa.count(x, CmaEventType::kTimewaitExit) > 0; },
+                              100 * test::kSec));
+    const test::FakeQp* qa = pa.qp(x);
+    const test::FakeQp* qb = pb.qp(pb.first_request());
+    const QpAttr& a_rtr = qa->steps()[2].attr;
+    const QpAttr& b_rtr = qb->steps()[2].attr;
+    const std::uint16_t sport = a.cma().query(x)->src_port;
+
+    std::vector<Case> cases;
+    std::vector<std::uint16_t> attrs;
+    for (const test::CapturedMad& c : net.captured()) {
+      Mad m;
+      MadError e{};
+      ASSERT_TRUE(decode(c.mad, m, e));
+      Case k = make_case(test::sample_route(ipv6), m.hdr, m.msg);
+      k.frame = c.frame;
+      const std::uint16_t attr = m.hdr.attr_id;
+      attrs.push_back(attr);
+      if (attr == 0x10) {
+        k.expects.push_back({"infiniband.cm.req.serviceid.dport", 7174});
+        k.expects.push_back({"infiniband.cm.req.serviceid.protocol", 0x06});
+        k.expects.push_back({"infiniband.cm.req.localqpn", qa->qpn()});
+        k.expects.push_back({"infiniband.cm.req.startpsn", a_rtr.rq_psn});
+        k.expects.push_back({"infiniband.cm.req.localcaguid", a.cma().device().node_guid});
+        k.expects.push_back({"infiniband.cm.req.pppmtu", 3});
+        k.expects.push_back({"infiniband.cm.req.remoteresptout", 20});
+        k.expects.push_back({"infiniband.cm.req.localresptout", 20});
+        k.expects.push_back({"infiniband.cm.req.maxcmretr", 15});
+        k.expects.push_back({"infiniband.cm.req.ip_cm.ipv", ipv6 ? 6u : 4u});
+        k.expects.push_back({"infiniband.cm.req.ip_cm.sport", sport});
+        k.expects.push_back({ipv6 ? "infiniband.cm.req.ip_cm.sip6" : "infiniband.cm.req.ip_cm.sip4",
+                             0, a.ip().to_string()});
+        k.expects.push_back({ipv6 ? "infiniband.cm.req.ip_cm.dip6" : "infiniband.cm.req.ip_cm.dip4",
+                             0, b.ip().to_string()});
+      } else if (attr == 0x13) {
+        k.expects.push_back({"infiniband.cm.rep.localqpn", qb->qpn()});
+        k.expects.push_back({"infiniband.cm.rep.startpsn", b_rtr.rq_psn});
+        k.expects.push_back({"infiniband.cm.rep.localcaguid", b.cma().device().node_guid});
+      } else if (attr == 0x15) {
+        k.expects.push_back({"infiniband.cm.req.remoteqpneecn", qb->qpn()});
+      }
+      cases.push_back(std::move(k));
+    }
+    // Expect: REQ, REP, RTU, then DREQ and DREP, nothing else on a clean link.
+    EXPECT_EQ(attrs, (std::vector<std::uint16_t>{0x10, 0x13, 0x14, 0x15, 0x16}));
+    check(cases);
+  }
 }
 
 }  // namespace
