@@ -19,7 +19,8 @@ constexpr std::uint64_t timer_key(std::uint64_t kind, std::uint32_t id) { return
 
 template <std::size_t N>
 void copy_private(std::array<std::uint8_t, N>& dst, std::span<const std::uint8_t> src) {
-  std::memcpy(dst.data(), src.data(), std::min(N, src.size()));
+  // An empty span may have no data pointer, which memcpy may not be given.
+  if (!src.empty()) std::memcpy(dst.data(), src.data(), std::min(N, src.size()));
 }
 
 }  // namespace
@@ -275,7 +276,7 @@ void IbCm::send_timeout(Conn& c, Nanos now) {
 void IbCm::set_private_data(Conn& c, std::span<const std::uint8_t> data) {
   c.private_data.fill(0);
   const std::size_t n = std::min(c.private_data.size(), data.size());
-  std::memcpy(c.private_data.data(), data.data(), n);
+  if (n) std::memcpy(c.private_data.data(), data.data(), n);
   c.private_data_len = static_cast<std::uint8_t>(n);
 }
 
@@ -295,13 +296,13 @@ void IbCm::remove_keys(RemoteKeys& keys, std::uint32_t local_id) {
 }
 
 void IbCm::enter_timewait(Conn& c, Nanos now) {
-  // IBA 12.9.8.5: the connection's QPN and remote IDs stay reserved for a
+  // Timewait: the connection's QPN and remote IDs stay reserved for a
   // while, so that stray packets and MADs of the old connection are not
   // taken for a new one. The entries stay in the remote tables through
   // the wait: a REQ from the same remote QPN and CA GUID meanwhile is a
   // stale connection (REJ STALE_CONN), a late duplicate REQ is answered
-  // as one. (The kernel's cm_enter_timewait takes them out at entry since
-  // 2.6.21; uroce keeps the rule IBA states.)
+  // as one. (The kernel's cm_enter_timewait takes them out at entry; uroce keeps
+  // the rule its own cm_dup_req_handler still expects, a TIMEWAIT case.)
   Timewait& tw = timewaits_[c.local_id];
   if (tw.expires) disarm(timer_key(kTimewaitTimer, c.local_id), tw.expires);
   if (c.has_keys) {
@@ -576,7 +577,7 @@ RejMsg IbCm::format_rej(const Conn& c, RejReason reason, std::span<const std::ui
   r.reason = static_cast<std::uint16_t>(reason);
   const std::size_t ari_len = std::min(ari.size(), r.ari.size());
   r.reject_info_length = static_cast<std::uint8_t>(ari_len);
-  std::memcpy(r.ari.data(), ari.data(), ari_len);
+  if (ari_len) std::memcpy(r.ari.data(), ari.data(), ari_len);
   copy_private(r.private_data, private_data);
   return r;
 }
