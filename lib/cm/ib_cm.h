@@ -35,7 +35,7 @@
 
 namespace uroce::cm {
 
-/// Communication states (IBA 12.9.6, ib_cm.h enum ib_cm_state, in its order).
+/// Communication states (ib_cm.h enum ib_cm_state, in its order).
 enum class CmState : std::uint8_t {
   kIdle,
   kListen,

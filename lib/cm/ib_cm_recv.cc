@@ -203,7 +203,7 @@ void IbCm::req_handler(const Mad& mad, const GsiAddress& from, Nanos now) {
   remote_qpn_table_[remote_qpn_key] = id;
   c.state = CmState::kReqRcvd;
 
-  // IBA 12.6.5: the path MTU codes are 1 (256) to 5 (4096).
+  // The path MTU codes are 1 (256) to 5 (4096), enum ibv_mtu's.
   if (!wire::mtu_from_code(req.path_mtu)) {
     static constexpr std::array<std::uint8_t, 0> kNone{};
     send_rej(id, RejReason::kInvalidMtu, kNone, kNone, now);

@@ -357,7 +357,7 @@ bool decode(wire::ConstBytes bytes, Mad& out, MadError& error) {
   out.hdr = decode_hdr(m);
   const MadHdr& h = out.hdr;
   // ib_mad.c validate_mad and find_mad_agent: the base version, then an
-  // agent registered for class 0x07 version 2, method SEND (IBA 16.7:
+  // agent registered for class 0x07 version 2, method SEND (validate_mad:
   // every CM attribute but ClassPortInfo uses Send).
   if (h.base_version != kMgmtBaseVersion) {
     error = MadError::kBaseVersion;

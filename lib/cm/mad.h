@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #pragma once
 
-// The connection manager's MADs (IBA 12.6, 12.11, 16.7): the common MAD
+// The connection manager's MADs (IBA chapter 12, 16.7): the common MAD
 // header, the REQ, MRA, REJ, REP, RTU, DREQ, DREP, SIDR_REQ and SIDR_REP
 // messages, the IP CM private-data header of IBA Annex A11 and the
 // ServiceIDs of the rdma_cm port spaces. Each message is a plain struct;
@@ -27,7 +27,7 @@ inline constexpr std::uint8_t kMgmtClassCm = 0x07;   ///< IB_MGMT_CLASS_CM
 inline constexpr std::uint8_t kCmClassVersion = 2;   ///< IB_CM_CLASS_VERSION
 inline constexpr std::uint8_t kMethodSend = 0x03;    ///< IB_MGMT_METHOD_SEND, every CM message
 
-/// CM attribute IDs (IBA 16.7.1, Table 281; ib_cm.h CM_*_ATTR_ID).
+/// CM attribute IDs (ib_cm.h CM_*_ATTR_ID).
 enum class AttrId : std::uint16_t {
   kClassPortInfo = 0x0001,
   kReq = 0x0010,
@@ -122,7 +122,7 @@ constexpr std::string_view name(MadError e) {
   return {};
 }
 
-/// REJ reasons (IBA 12.6.7.2, Table 109; ib_cm.h enum ib_cm_rej_reason).
+/// REJ reasons (ib_cm.h enum ib_cm_rej_reason).
 enum class RejReason : std::uint16_t {
   kNoQp = 1,
   kNoEec = 2,
@@ -235,7 +235,7 @@ constexpr std::string_view name(RejReason r) {
   return {};
 }
 
-/// SIDR_REP status (IBA 12.11.2, Table 121; ib_cm.h enum ib_cm_sidr_status).
+/// SIDR_REP status (ib_cm.h enum ib_cm_sidr_status).
 enum class SidrStatus : std::uint8_t {
   kSuccess = 0,
   kUnsupported = 1,  ///< no listener for the ServiceID

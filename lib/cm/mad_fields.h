@@ -2,7 +2,7 @@
 #pragma once
 
 // Where every field of a CM MAD lives: one constexpr table per message
-// (IBA 12.6, Tables 106-120), offsets counted from the start of the
+// (IBA chapter 12, Tables 106 to 120), offsets counted from the start of the
 // 256-byte MAD, bits numbered from the most significant bit of a byte as
 // IBA numbers them. The kernel's include/rdma/ibta_vol1_c12.h gives the
 // same fields relative to the end of the 24-byte MAD header; each offset
@@ -60,7 +60,7 @@ constexpr void set_field(std::uint8_t* mad, const Field& f, std::uint64_t value)
   }
 }
 
-/// The common MAD header (IBA 13.4.2, Table 145).
+/// The common MAD header (ib_mad.h struct ib_mad_hdr).
 namespace hdr {
 inline constexpr Field kBaseVersion{"BaseVersion", 0, 0, 8};
 inline constexpr Field kMgmtClass{"MgmtClass", 1, 0, 8};
@@ -77,10 +77,10 @@ inline constexpr std::array kAll = {kBaseVersion, kMgmtClass,        kClassVersi
                                     kReserved,    kAttributeModifier};
 }  // namespace hdr
 
-/// REQ (IBA 12.6.5, Table 106).
+/// REQ (IBA Table 106).
 namespace req {
 inline constexpr Field kLocalCommId{"LocalCommID", 24, 0, 32};
-inline constexpr Field kVendorId{"VendorID", 29, 0, 24};  ///< ECE (IBA 1.4 A18); uroce sends 0
+inline constexpr Field kVendorId{"VendorID", 29, 0, 24};  ///< ECE; uroce sends 0
 inline constexpr Field kServiceId{"ServiceID", 32, 0, 64};
 inline constexpr Field kLocalCaGuid{"LocalCAGUID", 40, 0, 64};
 inline constexpr Field kLocalQkey{"LocalQKey", 52, 0, 32};
@@ -175,7 +175,7 @@ inline constexpr std::array kAll = {kLocalCommId,
                                     kPrivateData};
 }  // namespace req
 
-/// MRA (IBA 12.6.6, Table 107).
+/// MRA (IBA Table 107).
 namespace mra {
 inline constexpr Field kLocalCommId{"LocalCommID", 24, 0, 32};
 inline constexpr Field kRemoteCommId{"RemoteCommID", 28, 0, 32};
@@ -186,7 +186,7 @@ inline constexpr std::array kAll = {kLocalCommId, kRemoteCommId, kMessageMraed, 
                                     kPrivateData};
 }  // namespace mra
 
-/// REJ (IBA 12.6.7, Table 108).
+/// REJ (IBA Table 108).
 namespace rej {
 inline constexpr Field kLocalCommId{"LocalCommID", 24, 0, 32};
 inline constexpr Field kRemoteCommId{"RemoteCommID", 28, 0, 32};
@@ -200,7 +200,7 @@ inline constexpr std::array kAll = {kLocalCommId,        kRemoteCommId, kMessage
                                     kPrivateData};
 }  // namespace rej
 
-/// REP (IBA 12.6.8, Table 110).
+/// REP (IBA Table 110).
 namespace rep {
 inline constexpr Field kLocalCommId{"LocalCommID", 24, 0, 32};
 inline constexpr Field kRemoteCommId{"RemoteCommID", 28, 0, 32};
@@ -228,7 +228,7 @@ inline constexpr std::array kAll = {
     kLocalCaGuid,      kPrivateData};
 }  // namespace rep
 
-/// RTU (IBA 12.6.9, Table 111).
+/// RTU (IBA Table 111).
 namespace rtu {
 inline constexpr Field kLocalCommId{"LocalCommID", 24, 0, 32};
 inline constexpr Field kRemoteCommId{"RemoteCommID", 28, 0, 32};
@@ -236,7 +236,7 @@ inline constexpr Field kPrivateData{"PrivateData", 32, 0, 224 * 8};
 inline constexpr std::array kAll = {kLocalCommId, kRemoteCommId, kPrivateData};
 }  // namespace rtu
 
-/// DREQ (IBA 12.6.10, Table 112).
+/// DREQ (IBA Table 112).
 namespace dreq {
 inline constexpr Field kLocalCommId{"LocalCommID", 24, 0, 32};
 inline constexpr Field kRemoteCommId{"RemoteCommID", 28, 0, 32};
@@ -245,7 +245,7 @@ inline constexpr Field kPrivateData{"PrivateData", 36, 0, 220 * 8};
 inline constexpr std::array kAll = {kLocalCommId, kRemoteCommId, kRemoteQpn, kPrivateData};
 }  // namespace dreq
 
-/// DREP (IBA 12.6.11, Table 113).
+/// DREP (IBA Table 113).
 namespace drep {
 inline constexpr Field kLocalCommId{"LocalCommID", 24, 0, 32};
 inline constexpr Field kRemoteCommId{"RemoteCommID", 28, 0, 32};
@@ -253,7 +253,7 @@ inline constexpr Field kPrivateData{"PrivateData", 32, 0, 224 * 8};
 inline constexpr std::array kAll = {kLocalCommId, kRemoteCommId, kPrivateData};
 }  // namespace drep
 
-/// SIDR_REQ (IBA 12.11.1, Table 119).
+/// SIDR_REQ (IBA Table 119).
 namespace sidr_req {
 inline constexpr Field kRequestId{"RequestID", 24, 0, 32};
 inline constexpr Field kPartitionKey{"PartitionKey", 28, 0, 16};
@@ -262,7 +262,7 @@ inline constexpr Field kPrivateData{"PrivateData", 40, 0, 216 * 8};
 inline constexpr std::array kAll = {kRequestId, kPartitionKey, kServiceId, kPrivateData};
 }  // namespace sidr_req
 
-/// SIDR_REP (IBA 12.11.2, Table 120).
+/// SIDR_REP (IBA Table 120).
 namespace sidr_rep {
 inline constexpr Field kRequestId{"RequestID", 24, 0, 32};
 inline constexpr Field kStatus{"Status", 28, 0, 8};

@@ -213,6 +213,57 @@ TEST(CmaHandshake, SidrRejectAndSidrToNobodyAreUnreachableWithTheirStatus) {
   EXPECT_EQ(p.active.events(a2).back().status, 1);  // SIDR UNSUPPORTED: no listener
 }
 
+TEST(CmaHandshake, AQpThatCannotReachRtrIsAConnectErrorAndTheConnectionIsRejected) {
+  Pair p(9);
+  p.passive.listen(PortSpace::kTcp, kPort);
+  const std::uint32_t a = p.active.cma().create_id(0, PortSpace::kTcp, QpType::kRc);
+  FakeQp qp(p.net, 0x77);
+  qp.fail_at = QpState::kRtr;
+  ASSERT_EQ(p.active.cma().attach_qp(a, qp.qpn(), false, qp), 0);
+  ASSERT_EQ(p.active.cma().resolve_addr(a, std::nullopt, p.b_host.ip(), kPort), 0);
+  ASSERT_EQ(p.active.cma().addr_resolved(a, {p.a_host.ip(), std::nullopt, 64}), 0);
+  p.a_host.app = nullptr;
+  ASSERT_EQ(p.active.cma().resolve_route(a), 0);
+  ASSERT_EQ(p.active.cma().connect(a, ConnParam{}, p.net.now()), 0);
+  std::vector<CmaEvent> ev;
+  ASSERT_TRUE(p.net.run_until(
+      [&] {
+        CmaEvent e;
+        while (p.active.cma().get_event(0, e)) ev.push_back(e);
+        return !ev.empty() && ev.back().event == CmaEventType::kConnectError;
+      },
+      10 * kSec));
+  // Expect: cma_rep_recv failed: CONNECT_ERROR with the QP's error, the QP
+  // moved to ERR, and a REJ CONSUMER_DEFINED that the passive side gets.
+  EXPECT_EQ(ev.back().status, EINVAL);
+  EXPECT_EQ(qp.state(), QpState::kErr);
+  ASSERT_TRUE(p.net.run_until(
+      [&] { return p.passive.count(p.passive.first_request(), CmaEventType::kRejected) > 0; },
+      10 * kSec));
+  EXPECT_EQ(p.passive.events(p.passive.first_request()).back().status, 28);
+}
+
+TEST(CmaHandshake, AFailedAcceptRejectsTheRequest) {
+  Pair p(10);
+  p.passive.listen(PortSpace::kTcp, kPort);
+  p.b_host.app = nullptr;
+  const std::uint32_t a = p.active.connect(PortSpace::kTcp, p.b_host.ip(), kPort);
+  p.net.run_for(10 * kMs);
+  CmaEvent e;
+  ASSERT_TRUE(p.passive.cma().get_event(0, e));
+  ASSERT_EQ(e.event, CmaEventType::kConnectRequest);
+  FakeQp qp(p.net, 0x99);
+  qp.fail_at = QpState::kRts;
+  ASSERT_EQ(p.passive.cma().attach_qp(e.id, qp.qpn(), false, qp), 0);
+  // Expect: rdma_accept fails with the QP's error, moves it to ERR and
+  // rejects: the active side gets REJECTED 28.
+  EXPECT_EQ(p.passive.cma().accept(e.id, ConnParam{}, p.net.now()), EINVAL);
+  EXPECT_EQ(qp.state(), QpState::kErr);
+  ASSERT_TRUE(p.net.run_until([&] { return ended(p.active, a); }, 10 * kSec));
+  EXPECT_EQ(p.active.events(a).back().event, CmaEventType::kRejected);
+  EXPECT_EQ(p.active.events(a).back().status, 28);
+}
+
 TEST(CmaVanish, APeerThatVanishesAfterTheReqGivesUnreachableOnBothSidesAfterTheResends) {
   Pair p(7);
   p.passive.listen(PortSpace::kTcp, kPort);
