@@ -23,8 +23,9 @@
 // it sends, before the RTU it sends), to ERR on reject and disconnect,
 // and the active side gets ESTABLISHED straight from the REP.
 //
-// Files: cma.cc (ids, ports, listen, resolve, connect, accept, ...),
-// cma_events.cc (IB CM events into rdma_cm events; QP attributes).
+// Files: cma.cc (ids, bind, listen, resolve, connect, accept, ...),
+// cma_ports.cc (port allocation), cma_events.cc (IB CM events into
+// rdma_cm events; QP attributes).
 
 #include <cstdint>
 #include <deque>
@@ -358,9 +359,11 @@ class Cma {
   };
 
   // cma.cc
+  static bool is_any(const wire::IpAddr& a);
   Id* find(std::uint32_t id);
   const Id* find(std::uint32_t id) const;
   bool is_device_ip(const wire::IpAddr& a) const;
+  // cma_ports.cc
   int get_port(Id& id);
   int alloc_any_port(Id& id);
   int use_port(Id& id);

@@ -15,13 +15,6 @@ namespace {
 
 using wire::IpAddr;
 
-bool is_any(const IpAddr& a) {
-  if (a.is_v4()) return a.v4() == 0 || (a.v4() >> 24) == 127;
-  IpAddr loopback;
-  loopback.bytes[15] = 1;
-  return a == IpAddr{} || a == loopback;
-}
-
 template <std::size_t N>
 void set_private(CmaEvent& e, const std::array<std::uint8_t, N>& data, std::size_t from,
                  std::uint8_t len) {

@@ -11,8 +11,9 @@
 // to a connection is reported as CmEvents, taken with poll_event(), in
 // the order they happened, as the kernel's cm_work queue delivers them.
 //
-// Files: ib_cm.cc (ids, sends, timers, QP attributes), ib_cm_recv.cc (one
-// handler per received message).
+// Files: ib_cm.cc (ids, resends, timewait, QP attributes), ib_cm_send.cc
+// (the messages the layer above sends), ib_cm_recv.cc (one handler per
+// received message).
 //
 // A connection is named by its local communication ID, a random 32-bit
 // number (the kernel XORs a counter with a random operand for the same
@@ -373,7 +374,7 @@ class IbCm {
     Nanos expires = 0;
   };
 
-  // ib_cm.cc
+  // ib_cm.cc and ib_cm_send.cc
   Conn* find(std::uint32_t id);
   const Conn* find(std::uint32_t id) const;
   /// cm_acquire_id: the connection `local_id` if its remote ID is `remote_id`.
