@@ -139,6 +139,7 @@ std::optional<CmaIdInfo> Cma::query(std::uint32_t n) const {
   i.dst_mac = id->dst_mac;
   i.qp_num = id->qp_num;
   i.ib_id = id->ib_id;
+  i.listen_id = id->listener;
   return i;
 }
 

@@ -236,7 +236,8 @@ struct CmaIdInfo {
   std::optional<PathRecord> route;
   std::optional<wire::MacAddr> dst_mac;
   std::uint32_t qp_num = 0;
-  std::uint32_t ib_id = 0;  ///< the IB CM id (local comm ID), 0 if none
+  std::uint32_t ib_id = 0;      ///< the IB CM id (local comm ID), 0 if none
+  std::uint32_t listen_id = 0;  ///< an id made by a CONNECT_REQUEST: its listener
 };
 
 class Cma {

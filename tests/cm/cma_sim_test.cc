@@ -75,6 +75,7 @@ TEST(CmaHandshake, ConnectsMovingEachQpToRtsBeforeItsPeerMaySend) {
   for (const CmaEvent& e : p.passive.events(b)) got.push_back(e.event);
   EXPECT_EQ(got, (std::vector{CmaEventType::kConnectRequest, CmaEventType::kEstablished}));
   EXPECT_EQ(p.passive.events(b)[0].listen_id, l);
+  EXPECT_EQ(p.passive.cma().query(b)->listen_id, l);
   EXPECT_EQ(p.passive.events(b)[0].context, 0x11u);  // the listener's
 
   // Expect: each QP went INIT, INIT, RTR, RTS, and was in RTS before the
@@ -344,11 +345,6 @@ std::string dump(Pair& p) {
   }
   return s;
 }
-
-struct Outcome {
-  bool established = false;
-  bool failed = false;
-};
 
 // Every event of an id once at most, in an order the kernel could give.
 void check_event_sequence(const std::vector<CmaEvent>& ev, bool passive, const std::string& who) {
