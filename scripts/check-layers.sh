@@ -20,6 +20,7 @@ declare -A allowed=(
   [transport]="wire counters"
   [pfc]="wire counters"
   [cc]="transport wire counters config"
+  [cm]="wire counters"
   [port]="wire counters"
   [engine]="port transport pfc wire counters log"
   [switch]="port pfc wire counters log config"

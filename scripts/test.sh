@@ -2,7 +2,7 @@
 # Installs every dependency, builds uroce and runs all of its tests:
 #   1. the release build's tests (ctest),
 #   2. the same tests under ASan+UBSan, then under TSan,
-#   3. each libFuzzer target for UROCE_FUZZ_SECONDS (default 40; five
+#   3. each libFuzzer target for UROCE_FUZZ_SECONDS (default 40; six
 #      targets) under ASan+UBSan, built with clang, from its seed corpus,
 #   4. a build (no test run) of every other standard build type with GCC
 #      (Debug, Release, MinSizeRel) and of the default one with Clang,
@@ -82,8 +82,8 @@ run_suite 60 build-tsan -DUROCE_SANITIZE=thread -DUROCE_BUILD_BENCH=OFF || true
 # engine and transport targets take sequences of frames and actions.
 echo "==> build-fuzz: libFuzzer targets, ${fuzz_seconds}s each"
 declare -A max_len=([fuzz_wire_parser]=9217 [fuzz_ndp]=9217 [fuzz_classify]=9217
-  [fuzz_engine_rx]=20000 [fuzz_transport_rx]=20000)
-fuzzers=(fuzz_wire_parser fuzz_ndp fuzz_classify fuzz_engine_rx fuzz_transport_rx)
+  [fuzz_engine_rx]=20000 [fuzz_transport_rx]=20000 [fuzz_cm_mad]=20000)
+fuzzers=(fuzz_wire_parser fuzz_ndp fuzz_classify fuzz_engine_rx fuzz_transport_rx fuzz_cm_mad)
 if ! CC=clang CXX=clang++ cmake -S "$root" -B build-fuzz -G Ninja -DUROCE_FUZZ=ON \
   -DUROCE_BUILD_BENCH=OFF >/dev/null || ! cmake --build build-fuzz -j "$jobs" --target "${fuzzers[@]}"; then
   echo "==> build-fuzz: the build failed" >&2
@@ -93,8 +93,11 @@ fi
 for f in "${fuzzers[@]}"; do
   corpus=build-fuzz/corpus/$f
   mkdir -p "$corpus"
+  # New inputs go to the first folder; the committed seeds are only read.
+  seeds=()
+  [[ -d tests/fuzz/corpus/$f ]] && seeds=("tests/fuzz/corpus/$f")
   if build-fuzz/bin/$f -max_total_time="$fuzz_seconds" -max_len="${max_len[$f]}" \
-    -print_final_stats=1 -artifact_prefix=build-fuzz/$f- "$corpus" "tests/fuzz/corpus/$f" \
+    -print_final_stats=1 -artifact_prefix=build-fuzz/$f- "$corpus" "${seeds[@]}" \
     >"build-fuzz/$f.log" 2>&1; then
     echo "==> $f: $(grep -E '^#[0-9]+[[:space:]]+DONE' "build-fuzz/$f.log" | tail -1)"
     passed=$((passed + 1))

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// Cma: the port spaces' ports, as cma.c shares and hands them out
+// (cma_check_port, cma_port_is_unique, cma_alloc_any_port).
+
+#include <algorithm>
+#include <cerrno>
+
+#include "cm/cma.h"
+
+namespace uroce::cm {
+
+// --- ports ---------------------------------------------------------------------------
+
+void Cma::bind_port(Id& id, std::uint16_t port) {
+  id.src.port = port;
+  bind_lists_[{id.ps, port}].push_back(id.id);
+  id.bound = true;
+}
+
+void Cma::release_port(Id& id) {
+  if (!id.bound) return;
+  auto it = bind_lists_.find({id.ps, id.src.port});
+  if (it != bind_lists_.end()) {
+    std::erase(it->second, id.id);
+    if (it->second.empty()) bind_lists_.erase(it);
+  }
+  id.bound = false;
+}
+
+int Cma::check_port(const Id& id, bool reuseaddr) const {
+  // cma_check_port: an explicit port is shared only by addresses that
+  // cannot meet (different, or of different families where both are
+  // AF-only), or by ids that all allow reuse.
+  auto it = bind_lists_.find({id.ps, id.src.port});
+  if (it == bind_lists_.end()) return 0;
+  for (std::uint32_t other : it->second) {
+    if (other == id.id) continue;
+    const Id& cur = ids_.at(other);
+    if (reuseaddr && cur.reuseaddr) continue;
+    if (id.afonly && cur.afonly && id.v6 != cur.v6) continue;
+    if (is_any(id.src.ip) || is_any(cur.src.ip)) return EADDRNOTAVAIL;
+    if (id.src.ip == cur.src.ip) return EADDRINUSE;
+  }
+  return 0;
+}
+
+bool Cma::port_is_unique(const Id& id, std::uint16_t port) const {
+  // cma_port_is_unique: an ephemeral port may be shared by ids whose
+  // connections differ in the destination port, the source or the
+  // destination address.
+  auto it = bind_lists_.find({id.ps, port});
+  if (it == bind_lists_.end()) return true;
+  for (std::uint32_t other : it->second) {
+    if (other == id.id) continue;
+    const Id& cur = ids_.at(other);
+    if (id.dst.port && cur.dst.port && id.dst.port != cur.dst.port) continue;
+    if (!is_any(id.src.ip) && !is_any(cur.src.ip) && id.src.ip != cur.src.ip) continue;
+    if (!is_any(id.dst.ip) && !is_any(cur.dst.ip) && id.dst.ip != cur.dst.ip) continue;
+    return false;
+  }
+  return true;
+}
+
+int Cma::alloc_any_port(Id& id) {
+  // cma_alloc_any_port: start at a random port of the ephemeral range and
+  // walk it, skipping the port given out last.
+  const unsigned low = device_.ephemeral_low;
+  const unsigned high = device_.ephemeral_high;
+  unsigned remaining = high - low + 1;
+  unsigned rover = random_.u32() % remaining + low;
+  for (;;) {
+    if (rover != last_used_port_ && port_is_unique(id, static_cast<std::uint16_t>(rover))) {
+      bind_port(id, static_cast<std::uint16_t>(rover));
+      last_used_port_ = static_cast<std::uint16_t>(rover);
+      return 0;
+    }
+    if (--remaining == 0) return EADDRNOTAVAIL;
+    if (++rover > high) rover = low;
+  }
+}
+
+int Cma::use_port(Id& id) {
+  // Ports below 1024 are not checked for privilege: lib/cm is a library in
+  // the program's own process, not the kernel guarding a shared space.
+  const int ret = check_port(id, id.reuseaddr);
+  if (ret == 0) bind_port(id, id.src.port);
+  return ret;
+}
+
+int Cma::get_port(Id& id) { return id.src.port == 0 ? alloc_any_port(id) : use_port(id); }
+
+}  // namespace uroce::cm
