@@ -331,9 +331,12 @@ std::string dump(Pair& p) {
   std::string s;
   for (Peer* peer : {&p.active, &p.passive}) {
     s += peer == &p.active ? "active:" : "passive:";
-    for (const CmaEvent& e : peer->log())
-      s += " " + std::to_string(e.id) + ":" + std::string(name(e.event)) + "(" +
-           std::to_string(e.status) + ")";
+    for (const CmaEvent& e : peer->log()) {
+      // Appended piece by piece: GCC 12's -Wrestrict misreads
+      // "literal" + std::string at -O3.
+      s.append(" ").append(std::to_string(e.id)).append(":").append(name(e.event));
+      s.append("(").append(std::to_string(e.status)).append(")");
+    }
     s += "\n";
   }
   for (const CapturedMad& c : p.net.captured()) {
