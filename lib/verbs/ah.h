@@ -26,7 +26,7 @@ class Ah {
   const wire::RoceRoute& route() const { return route_; }
 
  private:
-  explicit Ah(Pd& pd) : pd_(pd) {}
+  explicit Ah(Pd& pd);
   Pd& pd_;
   wire::RoceRoute route_;
 };

@@ -229,6 +229,8 @@ TEST_F(ObjectModel, AnImportEndedWhileInUseGoesWithItsLastUser) {
 }
 
 TEST_F(ObjectModel, AnAddressWithoutAGrhOrOnAnotherPortIsRefused) {
+  std::unique_ptr<Mr> mr;  // a use of the PD, which the refusals must leave alone
+  ASSERT_EQ(Mr::reg(*pd_, buf_.data(), 64, 0, access::kLocalWrite, &mr), 0);
   AddressVector av;
   av.dgid = wire::IpAddr::from_v4(0x0A4F0002).bytes;
   std::unique_ptr<Ah> ah;
@@ -242,6 +244,10 @@ TEST_F(ObjectModel, AnAddressWithoutAGrhOrOnAnotherPortIsRefused) {
   EXPECT_EQ(Ah::create(*pd_, av, &ah), EINVAL);
   av.sgid_index = 0;  // the link-local GID (IPv6) toward an IPv4 address
   EXPECT_EQ(Ah::create(*pd_, av, &ah), EINVAL);
+  // Expect: the PD's uses are what they were: the region's alone.
+  EXPECT_EQ(Pd::destroy(pd_), EBUSY);
+  EXPECT_EQ(Mr::destroy(mr), 0);
+  EXPECT_EQ(Pd::destroy(pd_), 0);
 }
 
 TEST_F(ObjectModel, ModifyChecksWhatTheVerbsCheck) {
