@@ -66,7 +66,9 @@ std::uint32_t RxBuffer::poll(Nanos now, std::uint16_t budget) {
     counters_.inc(EngineCounter::kRxFrames, got);
     fill(frames, got, now);
     n += got;
-    if (got < port::kRxBurst) break;
+    // A decorated port (faults) may hand out less than a full burst while
+    // it has more: only an empty burst says the ring is empty.
+    if (got < port::kRxBurst && !port_.short_bursts()) break;
   }
   return n + drain(now, budget);
 }

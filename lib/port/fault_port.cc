@@ -5,7 +5,21 @@
 #include <cstring>
 #include <functional>
 
+#include "wire/ethernet.h"
+
 namespace uroce::port {
+
+namespace {
+
+// PAUSE and PFC frames are the link's, not traffic: impairing them would
+// test a different link (a lost XOFF overruns a lossless buffer), so they
+// pass as the wire carries them.
+bool mac_control(wire::ConstBytes f) {
+  return f.size() >= wire::EthHdr::kSize &&
+         wire::load_be16(f.data() + 12) == wire::ether_type::kMacControl;
+}
+
+}  // namespace
 
 FaultPort::FaultPort(std::unique_ptr<Port> inner, const FaultConfig& cfg)
     : inner_(std::move(inner)),
@@ -57,6 +71,10 @@ std::uint16_t FaultPort::rx_burst(RxFrame* out, std::uint16_t max) {
   std::uint16_t n = 0, n_done = 0;
   for (std::uint16_t i = 0; i < got; ++i) {
     RxFrame f = in[i];
+    if (mac_control(f.data)) {  // the link's own: never impaired
+      out[n++] = f;
+      continue;
+    }
     const ImpairmentDecision d = rx_.decide();
     if (d.drop) {
       counters_.inc(ImpairmentCounter::kDropped);
@@ -121,6 +139,10 @@ std::uint16_t FaultPort::tx_burst(TxFrame* frames, std::uint16_t n) {
   // Room for a frame, its duplicate and every held frame behind it.
   for (; taken < n && tx_queue_n_ + 2 + tx_held_n_ <= kFaultTxQueue; ++taken) {
     TxFrame f = frames[taken];
+    if (mac_control(f.room.first(f.length))) {  // the link's own: never impaired
+      tx_queue_[tx_queue_n_++] = f;
+      continue;
+    }
     const ImpairmentDecision d = tx_.decide();
     if (d.drop) {
       counters_.inc(ImpairmentCounter::kDropped);

@@ -43,6 +43,9 @@ class FaultPort final : public Port {
 
   void attach_thread() override { inner_->attach_thread(); }
   std::uint16_t rx_burst(RxFrame* out, std::uint16_t max) override;
+  /// It takes at most half a burst from the inner port (room for
+  /// duplicates and held frames).
+  bool short_bursts() const override { return true; }
   bool offloads_ipv4_checksum() const override { return inner_->offloads_ipv4_checksum(); }
   void rx_release(RxFrame* frames, std::uint16_t n) override;
   bool tx_alloc(std::uint32_t size, TxFrame& out) override { return inner_->tx_alloc(size, out); }

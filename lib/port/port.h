@@ -44,6 +44,10 @@ class Port {
 
   /// Receives up to `max` frames (at most kRxBurst, port/params.h). Each
   /// must be given back with rx_release.
+  /// Whether rx_burst may return fewer frames than asked while more wait
+  /// (a decorator that keeps room for what it adds); a plain port's short
+  /// burst means its ring is empty.
+  virtual bool short_bursts() const { return false; }
   virtual std::uint16_t rx_burst(RxFrame* out, std::uint16_t max) = 0;
   /// Whether the port computes IPv4 header checksums of frames marked
   /// ipv4_checksum_offload (a NIC's offload).

@@ -14,6 +14,7 @@
 
 #include "support/pipe_port.h"
 #include "support/wire_samples.h"
+#include "wire/mac_control.h"
 #include "wire/opcode.h"
 #include "wire/roce_parser.h"
 
@@ -224,6 +225,31 @@ TEST(FaultPort, OnReceiveEveryFrameIsAccountedFor) {
   EXPECT_GT(count(p, ImpairmentCounter::kDuplicated), 100u);
   EXPECT_GT(count(p, ImpairmentCounter::kReordered), 100u);
   expect_every_frame_accounted_for(p, got, n, held_at_end);
+}
+
+TEST(FaultPort, PauseAndPfcFramesPassUnimpaired) {
+  // Every rate at its highest: any impairment of a MAC control frame shows.
+  FaultConfig cfg;
+  cfg.rx = cfg.tx = {.drop = 1, .duplicate = 1, .reorder = 1, .corrupt = 1};
+  std::uint8_t xoff[wire::kMinFrameSize];
+  const std::array<std::uint16_t, 8> times = {0, 0, 0, 0xFFFF, 0, 0, 0, 0};
+  ASSERT_EQ(wire::build_pfc_frame(xoff, kMacA, 0x08, times), sizeof(xoff));
+  const std::vector<std::uint8_t> want(std::begin(xoff), std::end(xoff));
+
+  // Expect: sent once, as built, not counted as a fault.
+  TxRig tx(cfg);
+  TxFrame f;
+  ASSERT_TRUE(tx.port->tx_alloc(sizeof(xoff), f));
+  std::copy(want.begin(), want.end(), f.room.begin());
+  f.length = sizeof(xoff);
+  ASSERT_EQ(tx.port->tx_burst(&f, 1), 1u);
+  EXPECT_EQ(tx.received(), std::vector<std::vector<std::uint8_t>>{want});
+  // Expect: received once, as sent.
+  RxRig rx(cfg);
+  rx.pipe->inject(want);
+  EXPECT_EQ(rx.receive(), std::vector<std::vector<std::uint8_t>>{want});
+  for (const FaultPort* p : {tx.port.get(), rx.port.get()})
+    p->counters().for_each([](std::string_view name, std::uint64_t v) { EXPECT_EQ(v, 0u) << name; });
 }
 
 TEST(FaultPort, CorruptedFramesFailTheIcrc) {
