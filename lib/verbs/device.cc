@@ -125,7 +125,8 @@ Device::~Device() {
   if (stats_handle_ != 0) stats::StatsServer::instance()->remove(stats_handle_);
   // UROCE_STATS_FILE keeps the counters of a program that is gone
   // (perftest, a test): the last snapshot, appended as uroce-stat prints.
-  if (const char* path = std::getenv("UROCE_STATS_FILE"); path && *path) {
+  // A device that failed to open has no engine and no counters.
+  if (const char* path = std::getenv("UROCE_STATS_FILE"); engine_ && path && *path) {
     std::string out;
     write_stats(out);
     if (std::FILE* f = std::fopen(path, "a")) {
@@ -297,6 +298,24 @@ void Device::forget(Mr& mr) {
 void Device::forget(Dm& dm) {
   std::lock_guard lock(handles_mu_);
   erase_if_is(dms_, dm.handle(), &dm);
+}
+int Device::retire(Pd& pd) {
+  std::lock_guard lock(handles_mu_);
+  if (pd.users().busy()) return EBUSY;
+  erase_if_is(pds_, pd.id(), &pd);
+  return 0;
+}
+int Device::retire(Dm& dm) {
+  std::lock_guard lock(handles_mu_);
+  if (dm.users().busy()) return EBUSY;
+  erase_if_is(dms_, dm.handle(), &dm);
+  return 0;
+}
+int Device::retire(Mr& mr, const std::function<int()>& dereg) {
+  std::lock_guard lock(handles_mu_);
+  if (int rc = dereg(); rc != 0) return rc;
+  erase_if_is(mrs_by_handle_, mr.lkey(), &mr);
+  return 0;
 }
 int Device::with_pd(std::uint32_t handle, const std::function<int(Pd*)>& fn) {
   return with(handles_mu_, pds_, handle, fn);

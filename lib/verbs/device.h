@@ -96,6 +96,14 @@ class Device {
   void forget(Pd& pd);
   void forget(Mr& mr);
   void forget(Dm& dm);
+  /// Takes a PD or device memory out of the registry if nothing uses it
+  /// (EBUSY otherwise), atomically with the imports that look it up, so
+  /// that none can take a use of an object on its way out.
+  int retire(Pd& pd);
+  int retire(Dm& dm);
+  /// Deregisters a region with `dereg` and takes it out of the registry
+  /// if that succeeds, holding the registry meanwhile.
+  int retire(Mr& mr, const std::function<int()>& dereg);
   /// Calls fn on the object behind `handle` (or with null), holding the
   /// registry so the object cannot go meanwhile.
   int with_pd(std::uint32_t handle, const std::function<int(Pd*)>& fn);

@@ -27,7 +27,11 @@ int Dm::import(Context& ctx, Dm& orig, std::unique_ptr<Dm>* out) {
 }
 
 int Dm::destroy(std::unique_ptr<Dm>& dm) {
-  if (dm->users_.busy()) return EBUSY;
+  if (dm->imported_) {
+    if (dm->users_.busy()) return EBUSY;
+  } else if (int rc = dm->ctx_.device().retire(*dm); rc != 0) {
+    return rc;
+  }
   dm.reset();
   return 0;
 }

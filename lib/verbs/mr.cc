@@ -62,8 +62,11 @@ int Mr::import(Pd& pd, Mr& orig, std::unique_ptr<Mr>* out) {
 }
 
 int Mr::destroy(std::unique_ptr<Mr>& mr) {
-  // Returns once the engine can no longer touch the region.
-  if (int rc = mr->pd_->device().mrs().dereg(mr->keys_.lkey); rc != 0) return rc;
+  // Returns once the engine can no longer touch the region; an import
+  // looking the region up waits, and then finds none.
+  Device& dev = mr->pd_->device();
+  const std::uint32_t lkey = mr->keys_.lkey;
+  if (int rc = dev.retire(*mr, [&] { return dev.mrs().dereg(lkey); }); rc != 0) return rc;
   mr.reset();
   return 0;
 }

@@ -53,7 +53,11 @@ int Pd::import(Context& ctx, Pd& orig, std::unique_ptr<Pd>* out) {
 }
 
 int Pd::destroy(std::unique_ptr<Pd>& pd) {
-  if (pd->users_.busy()) return EBUSY;
+  if (pd->parent_ || pd->original_) {
+    if (pd->users_.busy()) return EBUSY;
+  } else if (int rc = pd->device().retire(*pd); rc != 0) {
+    return rc;  // in use; an import cannot take it meanwhile
+  }
   pd.reset();
   return 0;
 }
@@ -67,7 +71,7 @@ Pd::~Pd() {
   if (parent_) parent_->users_.release();
   if (td_) td_->users().release();
   if (original_) original_->users_.release();
-  if (!parent_ && !original_) device().forget(*this);
+  if (!parent_ && !original_) device().forget(*this);  // unless destroy() retired it
   ctx_.objects().release();
 }
 

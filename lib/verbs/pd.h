@@ -44,8 +44,8 @@ class Pd {
   /// not itself a parent domain), with thread domain `td` if not null (of
   /// the same context). EINVAL otherwise.
   static int create_parent(Context& ctx, Pd& pd, Td* td, std::unique_ptr<Pd>* out);
-  /// A PD in `ctx` standing for `orig`, a PD of another context of the
-  /// same device (EINVAL otherwise).
+  /// A PD in `ctx` standing for `orig`, a PD of a context of the same
+  /// device (EINVAL otherwise).
   static int import(Context& ctx, Pd& orig, std::unique_ptr<Pd>* out);
   /// EBUSY while regions, windows, QPs, SRQs, AHs or parent domains use
   /// it or an import stands for it.
