@@ -63,10 +63,13 @@ std::optional<wire::MacAddr> mac(const DeviceConfig& dc) {
   return m;
 }
 
-[[maybe_unused]] const bool registered = [] {
-  verbs::register_port_driver({"dpdk", claims, open, mac});
-  return true;
-}();
+// Registered ahead of the program's own static initialisers (priority
+// 200 runs before the default), so that a program may open a device from
+// one of them.
+struct Registrar {
+  Registrar() { verbs::register_port_driver({"dpdk", claims, open, mac}); }
+};
+__attribute__((init_priority(200))) const Registrar registrar;
 
 }  // namespace
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "verbs/port_driver.h"
 
+#include <deque>
 #include <mutex>
-#include <vector>
 
 namespace uroce::verbs {
 
@@ -10,7 +10,7 @@ namespace {
 
 struct Registry {
   std::mutex mu;
-  std::vector<PortDriver> drivers;
+  std::deque<PortDriver> drivers;  ///< a deque: a later registration moves no driver
 };
 
 // Drivers register from static initialisers of other libraries: the
