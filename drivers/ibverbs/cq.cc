@@ -39,17 +39,11 @@ void to_ibv_wc(const verbs::Wc& w, ibv_wc* out) {
 
 int poll_cq(ibv_cq* cq, int n, ibv_wc* wc) {
   if (n < 0) return -1;
-  verbs::Cq& q = cq_of(cq);
-  verbs::Wc buf[32];
-  int got = 0;
-  while (got < n) {
-    const auto want = static_cast<std::uint32_t>(std::min(n - got, 32));
-    const std::uint32_t k = q.poll(buf, want);
-    for (std::uint32_t i = 0; i < k; ++i) to_ibv_wc(buf[i], &wc[got + static_cast<int>(i)]);
-    got += static_cast<int>(k);
-    if (k < want) break;
-  }
-  return got;
+  ibv_wc* next = wc;
+  return static_cast<int>(
+      cq_of(cq).poll_each(static_cast<std::uint32_t>(n), [&](const verbs::Wc* w, std::uint32_t k) {
+        for (std::uint32_t i = 0; i < k; ++i) to_ibv_wc(w[i], next++);
+      }));
 }
 
 int req_notify_cq(ibv_cq* cq, int solicited_only) {

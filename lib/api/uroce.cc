@@ -226,15 +226,12 @@ CompletionQueue::CompletionQueue(std::unique_ptr<Impl> impl) : impl_(std::move(i
 CompletionQueue::~CompletionQueue() = default;
 
 std::size_t CompletionQueue::poll(std::span<Completion> out) {
-  verbs::Wc buf[32];
+  // Drives the engine when it finds nothing.
   std::size_t got = 0;
-  while (got < out.size()) {
-    const auto want = static_cast<std::uint32_t>(std::min<std::size_t>(out.size() - got, 32));
-    const std::uint32_t n = impl_->cq->poll(buf, want);  // drives the engine when empty
-    for (std::uint32_t i = 0; i < n; ++i) out[got + i] = from_wc(buf[i]);
-    got += n;
-    if (n < want) break;
-  }
+  const auto max = static_cast<std::uint32_t>(std::min<std::size_t>(out.size(), UINT32_MAX));
+  impl_->cq->poll_each(max, [&](const verbs::Wc* w, std::uint32_t k) {
+    for (std::uint32_t i = 0; i < k; ++i) out[got++] = from_wc(w[i]);
+  });
   return got;
 }
 

@@ -50,6 +50,8 @@ std::uint32_t Cq::poll(transport::Wc* out, std::uint32_t max) {
   return got;
 }
 
+void Cq::drive() { ctx_.device().progress().drive(); }
+
 bool Cq::take_locked(transport::Wc* out) {
   if (transport::Cq::poll(out, 1) == 1) return true;
   ctx_.device().progress().drive();

@@ -7,6 +7,7 @@
 // progress), so a program spinning on its CQ gets its completions without
 // waiting for the poll thread.
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -39,6 +40,20 @@ class Cq : public transport::Cq {
   /// runs the engine once and looks again. Programs may poll one CQ from
   /// several threads: the ring has one consumer, so they take turns.
   std::uint32_t poll(transport::Wc* out, std::uint32_t max);
+  /// The same for a caller that converts completions as it goes: `fn(wc,
+  /// n)` takes each chunk of at most `chunk` (at most 32); up to `max` in
+  /// all, under one turn of the poll lock, the engine run once only when
+  /// there were none at all.
+  template <typename F>
+  std::uint32_t poll_each(std::uint32_t max, F&& fn) {
+    std::lock_guard lock(poll_mu_);
+    std::uint32_t got = drain(max, fn);
+    if (got == 0 && max > 0) {
+      drive();
+      got = drain(max, fn);
+    }
+    return got;
+  }
   /// The extended CQ's one-at-a-time polling (start_poll / next_poll /
   /// end_poll): take the poll lock, take completions, give it back.
   void lock() { poll_mu_.lock(); }
@@ -56,6 +71,20 @@ class Cq : public transport::Cq {
 
  private:
   Cq(Context& ctx, std::uint32_t depth) : transport::Cq(depth), ctx_(ctx) {}
+  template <typename F>
+  std::uint32_t drain(std::uint32_t max, F& fn) {
+    transport::Wc buf[32];
+    std::uint32_t got = 0;
+    while (got < max) {
+      const std::uint32_t want = std::min<std::uint32_t>(max - got, 32);
+      const std::uint32_t k = transport::Cq::poll(buf, want);
+      if (k > 0) fn(buf, k);
+      got += k;
+      if (k < want) break;
+    }
+    return got;
+  }
+  void drive();
   Context& ctx_;
   CompletionChannel* channel_ = nullptr;
   std::mutex poll_mu_;  ///< uncontended unless the program polls from several threads
