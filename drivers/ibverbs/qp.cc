@@ -232,6 +232,10 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
 }
 
 int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
+  if (qp_of(qp).srq()) {  // it receives from its SRQ, whatever the chain
+    if (bad) *bad = wr;
+    return EINVAL;
+  }
   return post_recv_chain(qp_of(qp), wr, bad);
 }
 
