@@ -267,8 +267,17 @@ void Engine::transmit(port::TxFrame* frames, std::uint16_t n) {
   n = m;
   if (n == 0) return;
   if (!backlog_.empty()) {
-    // Keep the order: nothing overtakes what is already waiting.
-    backlog_.insert(backlog_.end(), frames, frames + n);
+    // Keep the order: nothing overtakes what is already waiting; past the
+    // backlog's bound (which the port's pool is sized for) a full queue
+    // drops, like a congested link.
+    for (std::uint16_t i = 0; i < n; ++i) {
+      if (backlog_.size() < kMaxBacklog) {
+        backlog_.push_back(frames[i]);
+      } else {
+        port_.tx_free(frames[i]);
+        counters_.inc(EngineCounter::kTxDropped);
+      }
+    }
     flush_backlog();
     return;
   }
