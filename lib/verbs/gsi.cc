@@ -17,6 +17,8 @@ namespace {
 // How long the resolver asks for a MAD's peer before the MAD is dropped;
 // the CM resends it seconds later, which asks again.
 constexpr std::chrono::milliseconds kMadResolveTimeout{1000};
+// How long a Gsi going away lets its last MADs leave.
+constexpr std::chrono::milliseconds kDrainTimeout{200};
 
 // iboe_get_rate: the IB static rate of a RoCE port, from the link speed.
 std::uint8_t iboe_rate(std::uint32_t mbps) {
@@ -119,6 +121,12 @@ Gsi::~Gsi() {
   resolver_.join();
   while (users_.load(std::memory_order_acquire) != 0)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // What the CM said last (the DREQs and REJs of a process that ends)
+  // leaves before QP 1 does, for a moment at most.
+  const auto deadline = std::chrono::steady_clock::now() + kDrainTimeout;
+  while (engine_.locked([&] { return qp_->has_work(engine::now_ns()); }) &&
+         std::chrono::steady_clock::now() < deadline)
+    engine_.poll(engine::now_ns());
   // Once detached no packet reaches QP 1 and its notifier stays quiet.
   engine_.detach(kQpn);
 }
