@@ -72,7 +72,17 @@ verbs::Gsi* Ucma::gsi() {
 void Ucma::at_exit() {
   Ucma& u = get();
   std::lock_guard lock(u.gsi_mu_);
-  if (u.gsi_) u.gsi_->set_observer(nullptr);
+  if (u.gsi_) {
+    // The kernel closes a process's descriptors as it ends, and ucma_close
+    // destroys their ids: connections are rejected or disconnected, so
+    // the peers hear of it now rather than from their QPs' timeouts.
+    u.gsi_->run([&](cm::Cma& cma, cm::Nanos now) {
+      for (const auto& [h, c] : u.ctxs_) cma.destroy_id(c.cma, now);
+      u.ctxs_.clear();
+      u.by_cma_.clear();
+    });
+    u.gsi_->set_observer(nullptr);
+  }
   u.gsi_ = nullptr;
   u.shut_ = true;
 }
@@ -108,28 +118,22 @@ int Ucma::open(int flags) {
 }
 
 int Ucma::close(int fd) {
-  FilePtr f;
-  {
-    std::lock_guard lock(files_mu_);
-    const auto it = files_.find(fd);
-    if (it != files_.end()) {
-      f = it->second;
-      files_.erase(it);
-    }
+  FilePtr f = file(fd);
+  if (!f || f->closed.exchange(true, std::memory_order_relaxed)) {
+    errno = EBADF;
+    return -1;
   }
-  mark(fd, false);
-  if (f) {
-    f->closed.store(true, std::memory_order_relaxed);
-    {
-      std::lock_guard lock(stubs_mu_);
-      std::erase_if(stubs_, [&](const auto& s) {
-        if (s.second != f.get()) return false;
-        free_handle(s.first);
-        return true;
-      });
-    }
+  {
+    std::lock_guard lock(stubs_mu_);
+    std::erase_if(stubs_, [&](const auto& s) {
+      if (s.second != f.get()) return false;
+      free_handle(s.first);
+      return true;
+    });
+  }
+  {
     // ucma_close: every id of the file goes, which rejects or disconnects
-    // what it had; a GET_EVENT waiting on it wakes and fails.
+    // what it had; a GET_EVENT waiting on it wakes, and blocks for good.
     std::lock_guard lock(gsi_mu_);
     if (gsi_) {
       gsi_->run([&](cm::Cma& cma, cm::Nanos now) {
@@ -143,12 +147,45 @@ int Ucma::close(int fd) {
       });
     }
   }
-  return libc().close(fd);
+  // The descriptor lingers a while, dead: programs commonly let a thread
+  // loop in rdma_get_cm_event while another destroys the channel (rping
+  // does). With the kernel that thread is back inside write() before the
+  // teardown's system calls are done, and blocks there for good, the file
+  // held open by the write; here the teardown can win the race, and the
+  // late GET_EVENT must find the dead file, not EBADF. The oldest dead
+  // descriptors are closed for real.
+  std::vector<int> expired;
+  {
+    std::lock_guard lock(files_mu_);
+    // Dead, it never polls readable.
+    std::uint64_t one;
+    while (f->signaled > 0 && libc().read(f->fd, &one, sizeof(one)) == sizeof(one)) --f->signaled;
+    dead_.push_back(fd);
+    while (dead_.size() > kLingering) {
+      expired.push_back(dead_.front());
+      files_.erase(dead_.front());
+      dead_.pop_front();
+    }
+  }
+  for (const int old : expired) {
+    mark(old, false);
+    libc().close(old);
+  }
+  return 0;
 }
 
 ssize_t Ucma::write(int fd, const void* buf, std::size_t len) {
   const FilePtr f = file(fd);
   if (!f) {
+    errno = EBADF;
+    return -1;
+  }
+  if (f->closed.load(std::memory_order_relaxed)) {
+    // A GET_EVENT that lost the race with close() (see close); any other
+    // command on a closed descriptor fails as on one that is gone.
+    rdma_ucm_cmd_hdr hdr;
+    if (len >= sizeof(hdr)) std::memcpy(&hdr, buf, sizeof(hdr));
+    if (len >= sizeof(hdr) && hdr.cmd == RDMA_USER_CM_CMD_GET_EVENT) block_forever();
     errno = EBADF;
     return -1;
   }
@@ -232,6 +269,7 @@ void Ucma::cm_changed(cm::Cma& cma) {
   // this code reads or writes those counts, so a decrement never blocks.
   std::lock_guard lock(files_mu_);
   for (auto& [fd, f] : files_) {
+    if (f->closed.load(std::memory_order_relaxed)) continue;
     const std::uint64_t pending = cma.pending_events(f->channel);
     if (pending > f->signaled) {
       const std::uint64_t add = pending - f->signaled;

@@ -30,6 +30,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -77,7 +78,8 @@ class Ucma final : private verbs::Gsi::Observer {
   int open(int flags);
   /// write() on one of its descriptors: `len`, or -1 and errno.
   ssize_t write(int fd, const void* buf, std::size_t len);
-  /// close() of one of its descriptors: destroys its ids, then closes it.
+  /// close() of one of its descriptors: destroys its ids; the descriptor
+  /// lingers, dead, for a while (channel.cc says why), then closes.
   int close(int fd);
 
  private:
@@ -142,7 +144,9 @@ class Ucma final : private verbs::Gsi::Observer {
 
   std::mutex files_mu_;  ///< the descriptor table; after the CM lock
   std::unordered_map<int, FilePtr> files_;
+  std::deque<int> dead_;  ///< closed descriptors lingering, oldest first
   std::uint32_t next_channel_ = 1;
+  static constexpr std::size_t kLingering = 32;
 
   // Under the CM lock.
   std::unordered_map<std::uint32_t, Ctx> ctxs_;              ///< by handle
