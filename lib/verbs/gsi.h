@@ -114,6 +114,17 @@ class Gsi final : private cm::MadSender, private transport::CqNotifier {
     return done;
   }
 
+  /// wait() for at most `timeout`: false as well when it passes.
+  template <typename F>
+  bool wait_for(F&& fn, std::chrono::milliseconds timeout) {
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    Turn turn(*this);
+    bool done = false;
+    while (!stopping_ && !(done = fn(cma_, engine::now_ns())))
+      if (cv_.wait_until(turn.lock, until) == std::cv_status::timeout) break;
+    return done;
+  }
+
   /// Sets (or, with null, clears) the observer.
   void set_observer(Observer* o);
 
