@@ -252,6 +252,13 @@ TEST_F(Rdmacm, RdmaServerAndClientSyncIds) {
   run({"rdma_server", "rdma_client -s 10.77.0.2", R"(rdma_client: end 0)"});
 }
 
+TEST_F(Rdmacm, RstreamOverRsockets) {
+  // librdmacm's rsockets: stream sockets on CM-connected RC QPs, their
+  // parameters in the CM's private data.
+  run({"rstream -b 10.77.0.2 -S 65536 -C 200", "rstream -s 10.77.0.2 -S 65536 -C 200",
+       R"(custom\s+64k\s+200\s+1\s+)"});
+}
+
 // perftest prints one result line per size: "<bytes> <iterations> ...".
 const std::string kBwLine = R"(\n\s*\d+\s+\d+\s+[0-9.]+\s+[0-9.]*[1-9][0-9.]*\s+[0-9.]+)";
 const std::string kLatLine = R"(\n\s*\d+\s+\d+\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+)";
