@@ -203,6 +203,8 @@ int Ucma::resolve(File& f, std::uint32_t handle, const void* src, std::size_t sr
   }
   const auto to = from_sockaddr(dst, dst_size);
   if (!to) return family_of(dst, dst_size) == AF_IB ? EAFNOSUPPORT : EINVAL;
+  verbs::Gsi* g = gsi();
+  if (!g) return ENODEV;
   std::uint32_t id = 0;
   std::optional<wire::IpAddr> source;
   const int err = with_ctx(f, handle, [&](Ctx& x, cm::Cma& cma, cm::Nanos) {
@@ -222,7 +224,7 @@ int Ucma::resolve(File& f, std::uint32_t handle, const void* src, std::size_t sr
   if (err != 0) return err;
   // rdma_resolve_ip: ARP or ND off the caller's thread; ADDR_RESOLVED or
   // ADDR_ERROR follows.
-  gsi()->resolve_addr(id, source, to->ip, std::chrono::milliseconds(timeout_ms));
+  g->resolve_addr(id, source, to->ip, std::chrono::milliseconds(timeout_ms));
   return 0;
 }
 
