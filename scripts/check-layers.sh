@@ -24,10 +24,11 @@ declare -A allowed=(
   [port]="wire counters"
   [engine]="port transport pfc wire counters log"
   [switch]="port pfc wire counters log config"
-  [verbs]="engine port transport cc pfc wire counters config log stats"
+  [verbs]="engine port transport cc pfc cm wire counters config log stats"
   [api]="verbs wire config"
   [dpdk]="verbs port wire counters log config"
   [ibverbs]="verbs wire log config"
+  [rdmacm]="ibverbs verbs cm wire log config"
   [apps]="api dpdk switch verbs port pfc wire counters config log stats"
 )
 
@@ -71,7 +72,8 @@ if grep -rlE '#include <(rte_|dpdk)' lib drivers apps --include='*.h' --include=
   echo "layers: DPDK headers outside drivers/dpdk (above)" >&2
   status=1
 fi
-if grep -lE 'PkgConfig::DPDK' lib/*/CMakeLists.txt drivers/ibverbs/CMakeLists.txt 2>/dev/null; then
+if grep -lE 'PkgConfig::DPDK' lib/*/CMakeLists.txt drivers/ibverbs/CMakeLists.txt \
+  drivers/rdmacm/CMakeLists.txt 2>/dev/null; then
   echo "layers: DPDK linked outside drivers/dpdk (above)" >&2
   status=1
 fi

@@ -21,7 +21,8 @@ packages=(
   # the datapath and its libraries
   libdpdk-dev libisal-dev zlib1g-dev libboost-dev libspdlog-dev libfmt-dev libtomlplusplus-dev
   # the verbs surface and the unmodified programs that must run over it
-  libibverbs-dev ibverbs-utils perftest
+  # (rdmacm-utils: rping, ucmatose, udaddy, rdma_server/client on librdmacm)
+  libibverbs-dev ibverbs-utils perftest rdmacm-utils
   # rdma-core's own verbs test suite, run over uroce by tests/conformance
   python3-pyverbs
   # tests and benchmarks

@@ -97,6 +97,21 @@ UDevice* our_device(ibv_device* d) {
   return nullptr;
 }
 
+verbs::Device* open_device(UDevice* u) {
+  std::lock_guard lock(u->mu);
+  if (!u->dev) {
+    std::string err;
+    u->dev = verbs::Device::open(u->cfg, u->config, &err);
+    if (!u->dev) {
+      std::fprintf(stderr, "uroce: %s\n", err.c_str());
+      return nullptr;
+    }
+    static std::once_flag at_exit;
+    std::call_once(at_exit, [] { std::atexit(close_all); });
+  }
+  return u->dev.get();
+}
+
 }  // namespace uroce::ibverbs
 
 using namespace uroce::ibverbs;
@@ -172,21 +187,15 @@ ibv_context* ibv_open_device(ibv_device* device) {
   UDevice* u = our_device(device);
   if (!u) UROCE_FORWARD(ibv_open_device, "IBVERBS_1.1", nullptr, device);
 
-  std::lock_guard lock(u->mu);
-  if (!u->dev) {
-    std::string err;
-    u->dev = uroce::verbs::Device::open(u->cfg, u->config, &err);
-    if (!u->dev) {
-      std::fprintf(stderr, "uroce: %s\n", err.c_str());
-      errno = ENODEV;
-      return nullptr;
-    }
-    static std::once_flag at_exit;
-    std::call_once(at_exit, [] { std::atexit(close_all); });
+  uroce::verbs::Device* dev = open_device(u);
+  if (!dev) {
+    errno = ENODEV;
+    return nullptr;
   }
+  std::lock_guard lock(u->mu);
   auto* c = new UContext();
   c->udev = u;
-  c->dev = u->dev.get();
+  c->dev = dev;
   c->ctx = std::make_unique<uroce::verbs::Context>(*c->dev, &c->events);
   ibv_context& ctx = c->vctx.context;
   ctx.device = device;

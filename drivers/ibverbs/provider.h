@@ -52,6 +52,10 @@ struct UDevice {
 /// Never freed: programs may keep device pointers to the end.
 const std::vector<UDevice*>& devices();
 UDevice* our_device(ibv_device* d);
+/// The device behind `u`, opened (port, engine, poll thread) on first
+/// use; null, with the reason on stderr, when it cannot be. It stays open
+/// until the process ends.
+verbs::Device* open_device(UDevice* u);
 
 struct UContext;
 

@@ -308,6 +308,10 @@ class Cma {
   bool get_event(std::uint32_t channel, CmaEvent& event);
   std::size_t pending_events(std::uint32_t channel) const;
 
+  /// The ServiceIDs the CM listens on (every rdma_cm listener of a port
+  /// shares its port's one).
+  std::size_t listening() const { return ib_listeners_.size(); }
+
   IbCm& ib() { return ib_; }
   const IbCm& ib() const { return ib_; }
   const CmaDevice& device() const { return device_; }

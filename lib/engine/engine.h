@@ -101,6 +101,13 @@ class Engine final : private FramePath {
   /// meanwhile, by a poll thread or by this call when the engine is free.
   std::optional<wire::MacAddr> resolve(const wire::IpAddr& ip, std::chrono::milliseconds timeout);
 
+  /// The MAC of `ip` if already known, without asking: the device's own
+  /// for its own addresses, else what ARP and ND learnt. Any thread.
+  std::optional<wire::MacAddr> neighbor(const wire::IpAddr& ip) const {
+    if (host_.is_local(ip)) return host_.mac();
+    return host_.lookup(ip);
+  }
+
   /// A route (Ethernet/IP/UDP template) from `src` to `dst` with the
   /// destination MAC resolved; nullopt when it cannot be.
   std::optional<wire::RoceRoute> route_to(const wire::IpAddr& src, const wire::IpAddr& dst,

@@ -15,6 +15,7 @@
 #include "transport/limits.h"
 #include "transport/random.h"
 #include "verbs/dm.h"
+#include "verbs/gsi.h"
 #include "verbs/mr.h"
 #include "verbs/pd.h"
 #include "verbs/port_driver.h"
@@ -110,7 +111,7 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c,
   if (c.dcqcn.enabled) d->np_.emplace(d->dcqcn_);
   d->link_was_up_ = d->port_->link_up();
   Device* self = d.get();
-  d->poller_ = std::make_unique<engine::PollThread>(*d->engine_, [self] { self->watch_link(); });
+  d->poller_ = std::make_unique<engine::PollThread>(*d->engine_, [self] { self->housekeep(); });
 
   // Every limit comes from verbs/limits.h; the identity from the port.
   for (std::uint8_t b : id) d->attr_.node_guid = d->attr_.node_guid << 8 | b;
@@ -137,9 +138,28 @@ Device::~Device() {
       std::fclose(f);
     }
   }
+  // The poll thread first (it runs the CM's timers), then QP 1, then the
+  // engine under it.
   poller_.reset();
+  gsi_.store(nullptr, std::memory_order_release);
+  gsi_owner_.reset();
   engine_.reset();
   port_.reset();
+}
+
+Gsi& Device::gsi() {
+  if (Gsi* g = gsi_.load(std::memory_order_acquire)) return *g;
+  std::lock_guard lock(gsi_mu_);
+  if (!gsi_owner_) {
+    gsi_owner_ = std::make_unique<Gsi>(*this);
+    gsi_.store(gsi_owner_.get(), std::memory_order_release);
+  }
+  return *gsi_owner_;
+}
+
+void Device::housekeep() {
+  watch_link();
+  if (Gsi* g = gsi_.load(std::memory_order_acquire)) g->housekeep();
 }
 
 void Device::poll() { engine_->poll(engine::now_ns()); }
@@ -206,6 +226,8 @@ void Device::for_each_counter(const CounterFn& fn) {
       fn(scope, "dcqcn_alpha_x1024", static_cast<std::uint64_t>(cc->alpha() * 1024));
     }
   });
+  if (const Gsi* g = gsi_.load(std::memory_order_acquire))
+    g->for_each_counter([&](std::string_view name, std::uint64_t v) { fn("cm", name, v); });
 }
 
 void Device::write_stats(std::string& out) {

@@ -35,6 +35,7 @@ namespace uroce::verbs {
 class Pd;
 class Mr;
 class Dm;
+class Gsi;
 
 enum class PortState : std::uint8_t { kDown = 1, kActive = 4 };  // IBV_PORT_*
 
@@ -59,6 +60,7 @@ class Device {
   ~Device();
 
   const std::string& name() const { return cfg_.name; }
+  const DeviceConfig& config() const { return cfg_; }
   const DeviceAttr& attr() const { return attr_; }
   PortAttr port_attr() const;
   /// GID table: index 0 is the IPv6 link-local address made from the MAC,
@@ -117,6 +119,9 @@ class Device {
   int resolve(const AddressVector& av, std::uint32_t src_qpn, std::uint32_t dst_qpn,
               wire::RoceRoute* out);
 
+  /// QP 1 and the connection manager (verbs/gsi.h), made on first use.
+  Gsi& gsi();
+
   /// Calls `fn(up)` from the poll thread whenever the port's link goes up
   /// or down (IBV_EVENT_PORT_ACTIVE / IBV_EVENT_PORT_ERR). Returns a handle
   /// for remove_link_listener.
@@ -126,8 +131,8 @@ class Device {
   /// Calls fn(scope, name, value) for every counter of the device: the
   /// engine's ("engine", "drop", "pfc"), the transport's summed over every
   /// QP the device has had and DCQCN's ("port"), and each live QP's
-  /// ("qp:<qpn>"). uroce-stat, the C++ API and UROCE_STATS_FILE read
-  /// through it.
+  /// ("qp:<qpn>"), and once it is in use the connection manager's ("cm").
+  /// uroce-stat, the C++ API and UROCE_STATS_FILE read through it.
   using CounterFn =
       std::function<void(std::string_view scope, std::string_view name, std::uint64_t value)>;
   void for_each_counter(const CounterFn& fn);
@@ -163,6 +168,10 @@ class Device {
   std::mutex retired_mu_;
   std::array<std::uint64_t, transport::Counters::kSize> retired_{};
   void watch_link();
+  void housekeep();
+  std::mutex gsi_mu_;
+  std::unique_ptr<Gsi> gsi_owner_;
+  std::atomic<Gsi*> gsi_{nullptr};
   std::mutex link_mu_;
   std::vector<std::pair<int, std::function<void(bool)>>> link_listeners_;
   int next_listener_ = 1;

@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// Unmodified librdmacm programs from Debian's packages (rdmacm-utils,
+// perftest with -R) over uroce between two hosts: the network namespaces
+// of scripts/testbed.sh, uroce on the "rdma" veth through net_af_packet.
+// The programs exchange nothing but CM MADs and RDMA: no TCP, the
+// addresses they connect to are uroce's own. Each test checks what a user
+// would (both programs succeed and report their results); one also
+// captures the link and has tshark decode every CM MAD, and checks the
+// device's CM counters moved. Needs root.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/child.h"
+#include "support/icrc_check.h"
+#include "support/pcap.h"
+#include "support/stats_lines.h"
+#include "support/tshark.h"
+#include "wire/roce_parser.h"
+
+namespace uroce {
+namespace {
+
+using namespace std::chrono_literals;
+using test::Child;
+using test::sh;
+using test::slurp;
+
+struct Pair {
+  std::string server;  ///< on host b
+  std::string client;  ///< on host a
+  std::string expect;  ///< a regular expression the client's output must match
+};
+
+class Rdmacm : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    prefix_ = "ur" + std::to_string(getpid() % 100000) + "-";
+    ASSERT_EQ(sh(std::string(UROCE_SCRIPTS_DIR) + "/testbed.sh up " + prefix_), 0)
+        << "cannot build the testbed";
+  }
+  void TearDown() override { sh(std::string(UROCE_SCRIPTS_DIR) + "/testbed.sh down " + prefix_); }
+
+  std::string dir() const { return tmp_.path(); }
+  std::string ns(char host) const { return prefix_ + host; }
+
+  // The program under uroce-run on `host` (10.77.0.1 and fd77::1 on a,
+  // .2 and ::2 on b), its counters to <dir>/<host>.stats at exit and its
+  // stats endpoint in <dir>/<host>/. In the ASan build, with the
+  // sanitizer's runtime preloaded ahead of the instrumented binding
+  // (UROCE_TEST_PRELOAD, from CMakeLists.txt), leak checks off: the
+  // programs do not free everything.
+  std::string over_uroce(char host, const std::string& program) const {
+    const std::string h(1, host);
+    sh("mkdir -p " + dir() + "/" + h);
+    std::string preload;
+    if (const char* p = std::getenv("UROCE_TEST_PRELOAD"); p && *p)
+      preload = std::string(" LD_PRELOAD=") + p + " ASAN_OPTIONS=detect_leaks=0";
+    return "ip netns exec " + ns(host) + " env" + preload + " UROCE_STATS_DIR=" + dir() + "/" + h +
+           " UROCE_STATS_FILE=" + dir() + "/" + h + ".stats " + std::string(UROCE_BIN_DIR) +
+           "/uroce-run --port net_af_packet0,iface=rdma --ip " +
+           (host == 'a' ? "10.77.0.1/24,fd77::1/64" : "10.77.0.2/24,fd77::2/64") + " -- " + program;
+  }
+
+  // The counters of the uroce processes running on `host` now, as
+  // uroce-stat reads them from their stats endpoints ("cm.listeners").
+  std::map<std::string, unsigned long long> live_counters(char host) const {
+    Child stat("env UROCE_STATS_DIR=" + dir() + "/" + std::string(1, host) + " " +
+                   std::string(UROCE_BIN_DIR) + "/uroce-stat --all",
+               dir() + "/stat.log");
+    stat.wait(10s);
+    std::map<std::string, unsigned long long> out;
+    std::istringstream in(stat.output());
+    std::string line;
+    std::getline(in, line);  // the header
+    for (std::string pid, dev, scope, counter; in >> pid >> dev >> scope >> counter;) {
+      unsigned long long v = 0;
+      in >> v;
+      out[scope + "." + counter] += v;
+    }
+    return out;
+  }
+  // Whether a uroce process on `host` listens: the CM's "listeners" gauge
+  // (an rdma_cm listener has no socket for ss to see).
+  bool listening(char host) const { return live_counters(host)["cm.listeners"] > 0; }
+
+  std::map<std::string, unsigned long long> counters(char host) const {
+    return test::stats_lines(slurp(dir() + "/" + std::string(1, host) + ".stats"), "uroce0");
+  }
+
+  // Starts captures at both ends of the link (each sees what arrives
+  // there: af_packet's transmit ring bypasses its own host's taps).
+  void start_captures() {
+    for (char host : {'a', 'b'}) {
+      captures_.push_back(std::make_unique<Child>("ip netns exec " + ns(host) +
+                                                      " dumpcap -q -P -i rdma -c 20000 -w " +
+                                                      dir() + "/" + host + ".pcap",
+                                                  dir() + "/dumpcap-" + host + ".log"));
+    }
+    for (char host : {'a', 'b'}) {
+      const auto end = std::chrono::steady_clock::now() + 10s;
+      while (slurp(dir() + "/dumpcap-" + host + ".log").find("Capturing on") == std::string::npos &&
+             std::chrono::steady_clock::now() < end)
+        std::this_thread::sleep_for(20ms);
+    }
+  }
+  void stop_captures() {
+    // libpcap hands dumpcap a block when it fills or after 250 ms.
+    std::this_thread::sleep_for(700ms);
+    for (auto& c : captures_) {
+      c->interrupt();
+      c->wait(20s);
+    }
+    captures_.clear();
+  }
+
+  // Runs the server on b until it listens, then the client on a; both
+  // must succeed. Returns the client's output.
+  std::string run(const Pair& p) {
+    Child server(over_uroce('b', p.server), dir() + "/server.log");
+    const auto end = std::chrono::steady_clock::now() + 30s;
+    while (!listening('b') && std::chrono::steady_clock::now() < end)
+      std::this_thread::sleep_for(50ms);
+    Child client(over_uroce('a', p.client), dir() + "/client.log");
+    const int client_rc = client.wait(120s);
+    const int server_rc = server.wait(30s);
+    const std::string out = client.output();
+    EXPECT_EQ(client_rc, 0) << "client:\n" << out << "\nserver:\n" << server.output();
+    EXPECT_EQ(server_rc, 0) << "server:\n" << server.output();
+    EXPECT_TRUE(std::regex_search(out, std::regex(p.expect)))
+        << "the client did not report a result matching " << p.expect << ":\n"
+        << out;
+    return out;
+  }
+
+  std::string prefix_;
+  test::TempDir tmp_;
+  std::vector<std::unique_ptr<Child>> captures_;
+};
+
+// What tshark must decode in each CM message (IBA 12.6): its attribute,
+// and a field of its own.
+const std::map<std::string, std::string> kCmField = {
+    {"0x0010", "infiniband.cm.req.serviceid"},    {"0x0012", "infiniband.cm.rej.localcommid"},
+    {"0x0013", "infiniband.cm.rep.remotecommid"}, {"0x0014", "infiniband.cm.rtu.localcommid"},
+    {"0x0015", "infiniband.cm.dreq.localcommid"}, {"0x0016", "infiniband.cm.drsp.localcommid"},
+};
+
+// Every MAD to QP 1 in `pcap`: a well-formed RoCEv2 frame (ICRC too), and
+// a CM message tshark decodes field by field, nothing malformed, no
+// expert warning. Returns the attributes seen.
+std::multiset<std::string> check_cm_capture(const std::string& pcap) {
+  std::size_t mads = 0;
+  for (const auto& frame : test::read_pcap(pcap)) {
+    wire::RocePacket pkt;
+    const wire::DropReason why = wire::parse_roce_frame(frame, pkt);
+    if (why == wire::DropReason::kNotIp || why == wire::DropReason::kNotUdp ||
+        why == wire::DropReason::kNotRoceV2Port)
+      continue;
+    EXPECT_EQ(why, wire::DropReason::kNone) << pcap << ": " << wire::name(why);
+    if (why == wire::DropReason::kNone && pkt.bth.dest_qp == 1) {
+      ++mads;
+      EXPECT_EQ(pkt.ext.deth.qkey, 0x80010000u) << "GSI Q_Key";
+      EXPECT_EQ(pkt.ext.deth.src_qp, 1u) << "from QP 1";
+      EXPECT_EQ(pkt.bth.pkey, 0xFFFF);
+      EXPECT_EQ(pkt.payload.size(), 256u) << "one MAD";
+    }
+  }
+  std::vector<std::string> fields = {"frame.number",
+                                     "infiniband.bth.destqp",
+                                     "infiniband.mad.attributeid",
+                                     "_ws.malformed",
+                                     "_ws.expert.severity",
+                                     "infiniband.cm.req.ip_cm.sip4",
+                                     "infiniband.cm.req.ip_cm.dip4"};
+  for (const auto& [attr, field] : kCmField) fields.push_back(field);
+  std::multiset<std::string> seen;
+  for (const auto& d : test::tshark_decode(pcap, fields, {"infiniband.identify_payload:FALSE"})) {
+    const std::string frame = pcap + " frame " + d.at("frame.number");
+    EXPECT_EQ(d.at("_ws.malformed"), "") << frame;
+    if (d.at("infiniband.bth.destqp").empty() ||
+        test::tshark_number(d.at("infiniband.bth.destqp")) != 1)
+      continue;
+    const std::string attr = d.at("infiniband.mad.attributeid");
+    seen.insert(attr);
+    const auto it = kCmField.find(attr);
+    EXPECT_NE(it, kCmField.end()) << frame << ": CM attribute '" << attr << "'";
+    if (it != kCmField.end()) {
+      EXPECT_NE(d.at(it->second), "") << frame << ": no " << it->second;
+    }
+    // PI_WARN is 0x00600000: chat and notes are fine, warnings and errors not.
+    const std::string sev = d.at("_ws.expert.severity");
+    EXPECT_TRUE(sev.empty() || test::tshark_number(sev) < 0x00600000) << frame << ": " << sev;
+    if (attr == "0x0010") {
+      EXPECT_EQ(d.at("infiniband.cm.req.ip_cm.sip4"), "10.77.0.1") << frame;
+      EXPECT_EQ(d.at("infiniband.cm.req.ip_cm.dip4"), "10.77.0.2") << frame;
+    }
+  }
+  EXPECT_EQ(seen.size(), mads) << pcap << ": tshark and uroce disagree on the MADs";
+  const auto icrc = test::independent_icrc_check(pcap);
+  EXPECT_EQ(icrc.bad, 0u) << pcap << ": " << icrc.output;
+  return seen;
+}
+
+TEST_F(Rdmacm, RpingVerifiesItsDataAndEveryCmMadDecodes) {
+  start_captures();
+  // -V: each side checks every byte the other sent; -v prints each ping.
+  run({"rping -s -a 10.77.0.2 -V -C 100", "rping -c -a 10.77.0.2 -V -v -C 100",
+       R"(ping data: rdma-ping-99: )"});
+  stop_captures();
+  std::multiset<std::string> seen = check_cm_capture(dir() + "/a.pcap");
+  seen.merge(check_cm_capture(dir() + "/b.pcap"));
+  // The whole life of a connection: REQ, REP, RTU, then DREQ and DREP.
+  for (const char* attr : {"0x0010", "0x0013", "0x0014", "0x0015", "0x0016"})
+    EXPECT_EQ(seen.count(attr), 1u) << "CM attribute " << attr << " once on the link";
+
+  // The CM's counters, named as the kernel's sysfs names them.
+  auto a = counters('a');
+  auto b = counters('b');
+  EXPECT_EQ(a["cm.cm_tx_msgs/req"], 1u);
+  EXPECT_EQ(a["cm.cm_rx_msgs/rep"], 1u);
+  EXPECT_EQ(a["cm.cm_tx_msgs/rtu"], 1u);
+  EXPECT_EQ(b["cm.cm_rx_msgs/req"], 1u);
+  EXPECT_EQ(b["cm.cm_tx_msgs/rep"], 1u);
+  EXPECT_EQ(b["cm.cm_rx_msgs/rtu"], 1u);
+  EXPECT_EQ(a["cm.cm_tx_msgs/dreq"] + b["cm.cm_tx_msgs/dreq"], 1u);
+  EXPECT_EQ(a["cm.cm_tx_retries/req"] + b["cm.cm_tx_retries/rep"], 0u) << "nothing was lost";
+  EXPECT_GE(a["cm.gsi_tx_mads"], 3u);
+  EXPECT_GE(b["cm.gsi_rx_mads"], 3u);
+  std::printf("rping over the CM: client sent %llu MADs, received %llu\n", a["cm.gsi_tx_mads"],
+              a["cm.gsi_rx_mads"]);
+}
+
+TEST_F(Rdmacm, RpingOverIpv6) {
+  run({"rping -s -a fd77::2 -V -C 20", "rping -c -a fd77::2 -V -v -C 20",
+       R"(ping data: rdma-ping-19: )"});
+}
+
+TEST_F(Rdmacm, UcmatoseFourConnections) {
+  run({"ucmatose -c 4", "ucmatose -s 10.77.0.2 -c 4", R"(test complete\s+return status 0)"});
+}
+
+TEST_F(Rdmacm, UdaddySidr) {
+  run({"udaddy", "udaddy -s 10.77.0.2", R"(test complete\s+return status 0)"});
+}
+
+TEST_F(Rdmacm, RdmaServerAndClientSyncIds) {
+  run({"rdma_server", "rdma_client -s 10.77.0.2", R"(rdma_client: end 0)"});
+}
+
+TEST_F(Rdmacm, RstreamOverRsockets) {
+  // librdmacm's rsockets: stream sockets on CM-connected RC QPs, their
+  // parameters in the CM's private data.
+  run({"rstream -b 10.77.0.2 -S 65536 -C 200", "rstream -s 10.77.0.2 -S 65536 -C 200",
+       R"(custom\s+64k\s+200\s+1\s+)"});
+}
+
+// perftest prints one result line per size: "<bytes> <iterations> ...".
+const std::string kBwLine = R"(\n\s*\d+\s+\d+\s+[0-9.]+\s+[0-9.]*[1-9][0-9.]*\s+[0-9.]+)";
+const std::string kLatLine = R"(\n\s*\d+\s+\d+\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+)";
+
+Pair perftest(const std::string& tool, const std::string& args, const std::string& expect) {
+  // -R: the connection through rdma_cm, its keys over the CM QP too.
+  return {tool + " -d uroce0 -R " + args, tool + " -d uroce0 -R " + args + " 10.77.0.2", expect};
+}
+
+TEST_F(Rdmacm, IbSendBw) { run(perftest("ib_send_bw", "-n 500", kBwLine)); }
+TEST_F(Rdmacm, IbWriteBw) { run(perftest("ib_write_bw", "-n 500", kBwLine)); }
+TEST_F(Rdmacm, IbReadBw) { run(perftest("ib_read_bw", "-n 500", kBwLine)); }
+TEST_F(Rdmacm, IbSendLat) { run(perftest("ib_send_lat", "-n 500", kLatLine)); }
+TEST_F(Rdmacm, IbSendBwUd) { run(perftest("ib_send_bw", "-c UD -n 500", kBwLine)); }
+
+TEST_F(Rdmacm, AConnectionToAPortNobodyListensOnIsRejectedAtOnce) {
+  // A uroce host whose CM listens on another port: the REQ gets REJ 8
+  // (invalid ServiceID) straight away, long before the REQ's first resend
+  // (6 s) or its timeout.
+  Child server(over_uroce('b', "rping -s -a 10.77.0.2 -p 7175"), dir() + "/server.log");
+  const auto end = std::chrono::steady_clock::now() + 30s;
+  while (!listening('b') && std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(50ms);
+  const auto start = std::chrono::steady_clock::now();
+  Child client(over_uroce('a', "rping -c -a 10.77.0.2 -p 7174 -C 1"), dir() + "/client.log");
+  const int rc = client.wait(60s);
+  const auto took = std::chrono::steady_clock::now() - start;
+  auto b = live_counters('b');
+  server.interrupt();
+  server.wait(10s);
+  EXPECT_NE(rc, 0) << client.output();
+  EXPECT_NE(client.output().find("RDMA_CM_EVENT_REJECTED, error 8"), std::string::npos)
+      << client.output();
+  EXPECT_LT(took, 4s) << "the REJ came at once (the REQ would be resent after 6 s)";
+  EXPECT_EQ(b["cm.cm_rx_msgs/req"], 1u);
+  EXPECT_EQ(b["cm.cm_tx_msgs/rej"], 1u);
+}
+
+}  // namespace
+}  // namespace uroce
