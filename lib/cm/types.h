@@ -17,6 +17,7 @@
 #include "wire/ib_headers.h"
 #include "wire/ip.h"
 #include "wire/mtu.h"
+#include "wire/qp_attr.h"
 
 namespace uroce::cm {
 
@@ -78,50 +79,12 @@ class RandomSource {
 // ---------------------------------------------------------------------------
 // QP attributes, as struct ibv_qp_attr carries them.
 
-enum class QpType : std::uint8_t { kRc = 2, kUc = 3, kUd = 4 };  ///< IBV_QPT_*
+using wire::QpState;
+using wire::QpType;
 
-enum class QpState : std::uint8_t {  ///< IBV_QPS_*
-  kReset = 0,
-  kInit = 1,
-  kRtr = 2,
-  kRts = 3,
-  kSqd = 4,
-  kSqe = 5,
-  kErr = 6,
-};
+namespace qp_attr_mask = wire::qp_attr_mask;
 
-/// ibv_qp_attr_mask bits (IBV_QP_*).
-namespace qp_attr_mask {
-inline constexpr unsigned kState = 1 << 0;
-inline constexpr unsigned kCurState = 1 << 1;
-inline constexpr unsigned kEnSqdAsyncNotify = 1 << 2;
-inline constexpr unsigned kAccessFlags = 1 << 3;
-inline constexpr unsigned kPkeyIndex = 1 << 4;
-inline constexpr unsigned kPort = 1 << 5;
-inline constexpr unsigned kQkey = 1 << 6;
-inline constexpr unsigned kAv = 1 << 7;
-inline constexpr unsigned kPathMtu = 1 << 8;
-inline constexpr unsigned kTimeout = 1 << 9;
-inline constexpr unsigned kRetryCnt = 1 << 10;
-inline constexpr unsigned kRnrRetry = 1 << 11;
-inline constexpr unsigned kRqPsn = 1 << 12;
-inline constexpr unsigned kMaxQpRdAtomic = 1 << 13;
-inline constexpr unsigned kAltPath = 1 << 14;
-inline constexpr unsigned kMinRnrTimer = 1 << 15;
-inline constexpr unsigned kSqPsn = 1 << 16;
-inline constexpr unsigned kMaxDestRdAtomic = 1 << 17;
-inline constexpr unsigned kPathMigState = 1 << 18;
-inline constexpr unsigned kCap = 1 << 19;
-inline constexpr unsigned kDestQpn = 1 << 20;
-}  // namespace qp_attr_mask
-
-/// IBV_ACCESS_* bits of qp_access_flags.
-namespace qp_access {
-inline constexpr unsigned kLocalWrite = 1;
-inline constexpr unsigned kRemoteWrite = 2;
-inline constexpr unsigned kRemoteRead = 4;
-inline constexpr unsigned kRemoteAtomic = 8;
-}  // namespace qp_access
+namespace qp_access = wire::access;
 
 /// RDMA_UDP_QKEY: the Q_Key of every UD id in the UDP port space.
 inline constexpr std::uint32_t kUdpQkey = 0x01234567;

@@ -29,30 +29,7 @@
 
 namespace uroce::transport {
 
-/// ibv_qp_attr_mask bits (IBV_QP_*).
-namespace attr_mask {
-inline constexpr unsigned kState = 1 << 0;
-inline constexpr unsigned kCurState = 1 << 1;
-inline constexpr unsigned kEnSqdAsyncNotify = 1 << 2;
-inline constexpr unsigned kAccessFlags = 1 << 3;
-inline constexpr unsigned kPkeyIndex = 1 << 4;
-inline constexpr unsigned kPort = 1 << 5;
-inline constexpr unsigned kQkey = 1 << 6;
-inline constexpr unsigned kAv = 1 << 7;
-inline constexpr unsigned kPathMtu = 1 << 8;
-inline constexpr unsigned kTimeout = 1 << 9;
-inline constexpr unsigned kRetryCnt = 1 << 10;
-inline constexpr unsigned kRnrRetry = 1 << 11;
-inline constexpr unsigned kRqPsn = 1 << 12;
-inline constexpr unsigned kMaxQpRdAtomic = 1 << 13;
-inline constexpr unsigned kAltPath = 1 << 14;
-inline constexpr unsigned kMinRnrTimer = 1 << 15;
-inline constexpr unsigned kSqPsn = 1 << 16;
-inline constexpr unsigned kMaxDestRdAtomic = 1 << 17;
-inline constexpr unsigned kPathMigState = 1 << 18;
-inline constexpr unsigned kCap = 1 << 19;
-inline constexpr unsigned kDestQpn = 1 << 20;
-}  // namespace attr_mask
+namespace attr_mask = wire::qp_attr_mask;
 
 /// The attributes modify_qp sets (the fields of ibv_qp_attr the transport
 /// uses). The route is the address vector already resolved to Ethernet

@@ -11,6 +11,7 @@
 
 #include "transport/limits.h"
 #include "wire/mtu.h"
+#include "wire/qp_attr.h"
 #include "wire/roce_frame.h"
 
 namespace uroce::transport {
@@ -19,17 +20,8 @@ namespace uroce::transport {
 /// or a simulator's virtual clock).
 using Nanos = std::uint64_t;
 
-enum class QpType : std::uint8_t { kRc = 2, kUc = 3, kUd = 4 };  // IBV_QPT_*
-
-enum class QpState : std::uint8_t {
-  kReset = 0,
-  kInit = 1,
-  kRtr = 2,
-  kRts = 3,
-  kSqd = 4,
-  kSqe = 5,
-  kErr = 6,
-};
+using wire::QpState;
+using wire::QpType;
 
 enum class WrOpcode : std::uint8_t {
   kRdmaWrite = 0,
@@ -51,13 +43,7 @@ inline constexpr unsigned kSolicited = 4;
 inline constexpr unsigned kInline = 8;
 }  // namespace send_flags
 
-namespace access {
-inline constexpr unsigned kLocalWrite = 1;
-inline constexpr unsigned kRemoteWrite = 2;
-inline constexpr unsigned kRemoteRead = 4;
-inline constexpr unsigned kRemoteAtomic = 8;
-inline constexpr unsigned kMwBind = 16;  ///< memory windows may be bound to the region
-}  // namespace access
+namespace access = wire::access;
 
 enum class WcStatus : std::uint8_t {
   kSuccess = 0,
