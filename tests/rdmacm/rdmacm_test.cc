@@ -261,11 +261,14 @@ TEST_F(Rdmacm, MckeyDeliversEveryMessageToTheGroup) {
   // librdmacm's ibv_attach_mcast on the MULTICAST_JOIN event); the sender
   // sends ten datagrams to the group, the receiver waits for all ten.
   start_captures();
-  Child receiver(over_uroce('b', "mckey -m 239.77.0.1 -b 10.77.0.2"), dir() + "/receiver.log");
+  // stdbuf: the receiver's lines as it prints them, to know it joined.
+  Child receiver(over_uroce('b', "stdbuf -oL mckey -m 239.77.0.1 -b 10.77.0.2"),
+                 dir() + "/receiver.log");
   const auto end = std::chrono::steady_clock::now() + 30s;
   while (receiver.output().find("mckey: joined dgid") == std::string::npos &&
          std::chrono::steady_clock::now() < end)
     std::this_thread::sleep_for(50ms);
+  ASSERT_NE(receiver.output().find("mckey: joined dgid"), std::string::npos) << receiver.output();
   Child sender(over_uroce('a', "mckey -m 239.77.0.1 -s -b 10.77.0.1"), dir() + "/sender.log");
   const int sender_rc = sender.wait(60s);
   const int receiver_rc = receiver.wait(30s);
