@@ -339,7 +339,9 @@ void Engine::transmit(port::TxFrame* frames, std::uint16_t n) {
 bool Engine::to_joined_group(const port::TxFrame& f) {
   if (f.length < wire::EthHdr::kSize || (f.room[0] & 1) == 0) return false;  // not a group MAC
   const wire::FrameClass c = wire::classify(wire::ConstBytes(f.room.data(), f.length));
-  if (!c.ip()) return false;
+  // RoCEv2 datagrams only: the host stack's neighbour solicitations go
+  // to multicast addresses too.
+  if (!c.ip() || c.l4_proto != wire::ip_proto::kUdp) return false;
   const wire::IpAddr dst = c.ip_dst(wire::ConstBytes(f.room.data(), f.length));
   if (!wire::is_multicast(dst)) return false;
   counters_.inc(EngineCounter::kTxMcast);
