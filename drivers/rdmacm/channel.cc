@@ -307,14 +307,15 @@ bool Ucma::take_event(File& f, cm::Cma& cma, const cm::CmaEvent& e, rdma_ucm_eve
     c = &ctxs_.at(r.id);
   } else if (e.event == cm::CmaEventType::kMulticastJoin ||
              e.event == cm::CmaEventType::kMulticastError) {
-    // ucma_event_handler: a join's events carry the join's uid and id,
-    // and count as the join's.
+    // ucma_event_handler: a join's events carry the join's uid and id;
+    // ucma_get_event counts them as the join's and the id's.
     const auto m = mcs_.find(static_cast<std::uint32_t>(e.mc));
     if (m == mcs_.end() || !ctxs_.contains(m->second.ctx)) return false;
     c = &ctxs_.at(m->second.ctx);
     r.uid = m->second.uid;
     r.id = m->second.id;
     ++m->second.events_reported;
+    ++c->events_reported;
   } else {
     const auto it = by_cma_.find(e.id);
     // ucma_event_handler: events of a new connection before the program
