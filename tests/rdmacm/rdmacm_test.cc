@@ -258,17 +258,25 @@ TEST_F(Rdmacm, UdaddySidr) {
 
 TEST_F(Rdmacm, MckeyDeliversEveryMessageToTheGroup) {
   // mckey: both ends join 239.77.0.1 through rdma_cm (JOIN_IP_MCAST, then
-  // librdmacm's ibv_attach_mcast on the MULTICAST_JOIN event); the sender
-  // sends ten datagrams to the group, the receiver waits for all ten.
+  // librdmacm's ibv_attach_mcast on the MULTICAST_JOIN event), the
+  // receiver with two ids, so two QPs; the sender sends ten datagrams to
+  // the group, and each of the receiver's QPs must get all ten.
   start_captures();
   // stdbuf: the receiver's lines as it prints them, to know it joined.
-  Child receiver(over_uroce('b', "stdbuf -oL mckey -m 239.77.0.1 -b 10.77.0.2"),
+  Child receiver(over_uroce('b', "stdbuf -oL mckey -m 239.77.0.1 -b 10.77.0.2 -c 2"),
                  dir() + "/receiver.log");
+  const auto joins = [&] {
+    const std::string out = receiver.output();
+    std::size_t n = 0;
+    for (auto at = out.find("mckey: joined dgid"); at != std::string::npos;
+         at = out.find("mckey: joined dgid", at + 1))
+      ++n;
+    return n;
+  };
   const auto end = std::chrono::steady_clock::now() + 30s;
-  while (receiver.output().find("mckey: joined dgid") == std::string::npos &&
-         std::chrono::steady_clock::now() < end)
+  while (joins() < 2 && std::chrono::steady_clock::now() < end)
     std::this_thread::sleep_for(50ms);
-  ASSERT_NE(receiver.output().find("mckey: joined dgid"), std::string::npos) << receiver.output();
+  ASSERT_EQ(joins(), 2u) << receiver.output();
   Child sender(over_uroce('a', "mckey -m 239.77.0.1 -s -b 10.77.0.1"), dir() + "/sender.log");
   const int sender_rc = sender.wait(60s);
   const int receiver_rc = receiver.wait(30s);
@@ -317,14 +325,14 @@ TEST_F(Rdmacm, MckeyDeliversEveryMessageToTheGroup) {
   const auto icrc = test::independent_icrc_check(dir() + "/b.pcap");
   EXPECT_EQ(icrc.bad, 0u) << icrc.output;
 
-  // The receiver's device took every datagram for its one attached QP.
+  // The receiver's device gave every datagram to both its attached QPs.
   auto a = counters('a');
   auto b = counters('b');
   EXPECT_EQ(a["engine.multicast_xmit_packets"], 10u);
   EXPECT_EQ(b["engine.multicast_rcv_packets"], 10u);
-  EXPECT_EQ(b["engine.multicast_delivered"], 10u);
+  EXPECT_EQ(b["engine.multicast_delivered"], 20u);
   EXPECT_EQ(b["engine.multicast_no_group"], 0u);
-  EXPECT_EQ(b["port.rdma_recvs"], 10u);
+  EXPECT_EQ(b["port.rdma_recvs"], 20u);
 }
 
 TEST_F(Rdmacm, RdmaServerAndClientSyncIds) {
