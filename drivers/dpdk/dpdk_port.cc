@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "dpdk/eal.h"
@@ -99,6 +100,12 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
     *error = errstr("rte_eth_dev_start", rc);
     return nullptr;
   }
+  // Multicast groups come and go with the QPs' attachments; the NIC lets
+  // every group's frames in and the engine keeps those of groups its QPs
+  // joined (engine/mcast_groups.h). Ports without the filter (af_packet,
+  // memif, ring) pass every frame anyway.
+  if (int rc = rte_eth_allmulticast_enable(id); rc != 0 && rc != -ENOTSUP)
+    log::get().warn("port {}: rte_eth_allmulticast_enable: {}", id, rte_strerror(-rc));
   rte_ether_addr mac;
   rte_eth_macaddr_get(id, &mac);
   std::copy(std::begin(mac.addr_bytes), std::end(mac.addr_bytes), p->mac_.bytes.begin());

@@ -51,6 +51,9 @@ void fill_device_attr(const verbs::Device& dev, ibv_device_attr* a) {
   a->max_srq = static_cast<int>(d.max_qp);
   a->max_srq_wr = static_cast<int>(d.max_qp_wr);
   a->max_srq_sge = static_cast<int>(d.max_sge);
+  a->max_mcast_grp = static_cast<int>(d.max_mcast_grp);
+  a->max_mcast_qp_attach = static_cast<int>(d.max_mcast_qp_attach);
+  a->max_total_mcast_qp_attach = static_cast<int>(d.max_total_mcast_qp_attach);
   a->max_pkeys = static_cast<std::uint16_t>(verbs::kMaxPkeys);
   a->local_ca_ack_delay = verbs::kLocalCaAckDelay;
   a->phys_port_cnt = 1;

@@ -205,6 +205,8 @@ UCq* make_cq(ibv_context* context, std::int64_t cqe, void* cq_context, ibv_comp_
 void to_ibv_wc(const verbs::Wc& w, ibv_wc* out);
 int req_notify_cq(ibv_cq* cq, int solicited_only);
 int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad);
+int attach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid);
+int detach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid);
 int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad);
 int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad);
 ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* attr);

@@ -354,8 +354,8 @@ int ibv_destroy_qp(ibv_qp* qp) {
   UQp* q = to_u<UQp>(qp);
   // Once it is destroyed no event names it, no packet reaches it and
   // nothing completes into its CQs any more; then the events queued for it
-  // go.
-  uroce::verbs::QueuePair::destroy(q->qp);
+  // go. A QP still attached to a multicast group stays (EBUSY).
+  if (int rc = uroce::verbs::QueuePair::destroy(q->qp); rc != 0) return rc;
   forget_async_events(to_uctx(qp->context), qp);
   pthread_mutex_destroy(&qp->mutex);
   pthread_cond_destroy(&qp->cond);

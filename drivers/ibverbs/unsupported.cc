@@ -13,16 +13,6 @@ using namespace uroce::ibverbs;
 
 extern "C" {
 
-int ibv_attach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) {
-  if (qp && ours(qp->context)) return EOPNOTSUPP;  // no multicast groups
-  UROCE_FORWARD(ibv_attach_mcast, "IBVERBS_1.1", ENOSYS, qp, gid, lid);
-}
-
-int ibv_detach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) {
-  if (qp && ours(qp->context)) return EOPNOTSUPP;
-  UROCE_FORWARD(ibv_detach_mcast, "IBVERBS_1.1", ENOSYS, qp, gid, lid);
-}
-
 ibv_mr* ibv_reg_dmabuf_mr(ibv_pd* pd, uint64_t offset, size_t length, uint64_t iova, int fd,
                           int access) {
   if (pd && ours(pd->context)) {

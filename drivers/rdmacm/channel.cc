@@ -80,6 +80,7 @@ void Ucma::at_exit() {
       for (const auto& [h, c] : u.ctxs_) cma.destroy_id(c.cma, now);
       u.ctxs_.clear();
       u.by_cma_.clear();
+      u.mcs_.clear();
     });
     u.gsi_->set_observer(nullptr);
   }
@@ -259,6 +260,9 @@ void Ucma::erase_ctx(std::uint32_t handle) {
   if (it == ctxs_.end()) return;
   by_cma_.erase(it->second.cma);
   ctxs_.erase(it);
+  // ucma_cleanup_multicast: the id's joins go with it (the CM forgets
+  // them with the id).
+  std::erase_if(mcs_, [handle](const auto& m) { return m.second.ctx == handle; });
   free_handle(handle);
 }
 
@@ -301,6 +305,17 @@ bool Ucma::take_event(File& f, cm::Cma& cma, const cm::CmaEvent& e, rdma_ucm_eve
     r.id = add_ctx(f, e.id, 0, info->qp_type);
     ++listener.events_reported;
     c = &ctxs_.at(r.id);
+  } else if (e.event == cm::CmaEventType::kMulticastJoin ||
+             e.event == cm::CmaEventType::kMulticastError) {
+    // ucma_event_handler: a join's events carry the join's uid and id;
+    // ucma_get_event counts them as the join's and the id's.
+    const auto m = mcs_.find(static_cast<std::uint32_t>(e.mc));
+    if (m == mcs_.end() || !ctxs_.contains(m->second.ctx)) return false;
+    c = &ctxs_.at(m->second.ctx);
+    r.uid = m->second.uid;
+    r.id = m->second.id;
+    ++m->second.events_reported;
+    ++c->events_reported;
   } else {
     const auto it = by_cma_.find(e.id);
     // ucma_event_handler: events of a new connection before the program

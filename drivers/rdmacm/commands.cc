@@ -107,11 +107,14 @@ int Ucma::command(File& f, std::uint32_t cmd, const void* in, std::size_t in_len
     }
     case RDMA_USER_CM_CMD_MIGRATE_ID:
       return migrate_id(f, in, in_len, out_len);
-    case RDMA_USER_CM_CMD_GET_OPTION:
     case RDMA_USER_CM_CMD_JOIN_IP_MCAST:
-    case RDMA_USER_CM_CMD_LEAVE_MCAST:
+      return join_ip_mcast(f, in, in_len, out_len);
     case RDMA_USER_CM_CMD_JOIN_MCAST:
-      // No multicast in uroce; GET_OPTION the kernel never had.
+      return join_mcast(f, in, in_len, out_len);
+    case RDMA_USER_CM_CMD_LEAVE_MCAST:
+      return leave_mcast(f, in, in_len, out_len);
+    case RDMA_USER_CM_CMD_GET_OPTION:
+      // The kernel never had it.
       return ENOSYS;
     default:
       return EINVAL;

@@ -22,7 +22,8 @@
 // lock (everything runs inside Gsi::run or Gsi::wait); the descriptor
 // table under its own mutex, taken after the CM lock when both are.
 // Files: channel.cc (descriptors, GET_EVENT, events), commands.cc (the
-// other commands), abi.cc (the UAPI structs), interpose.cc (libc).
+// other commands), multicast.cc (JOIN_IP_MCAST, JOIN_MCAST, LEAVE_MCAST),
+// abi.cc (the UAPI structs), interpose.cc (libc).
 
 #include <rdma/rdma_user_cm.h>
 
@@ -97,6 +98,15 @@ class Ucma final : private verbs::Gsi::Observer {
     File* file = nullptr;
     cm::QpType qp_type = cm::QpType::kRc;
   };
+  /// A multicast join (ucma's ucma_multicast): its own handle, the
+  /// program's uid for its events, and what it reported.
+  struct Mc {
+    std::uint32_t id = 0;
+    std::uint32_t ctx = 0;  ///< the id's handle
+    std::uint64_t uid = 0;
+    wire::IpAddr group;
+    std::uint32_t events_reported = 0;
+  };
   using FilePtr = std::shared_ptr<File>;
 
   Ucma() = default;
@@ -131,6 +141,12 @@ class Ucma final : private verbs::Gsi::Observer {
   int init_qp_attr(File& f, const void* in, std::size_t in_len, std::size_t out_len);
   int set_option(File& f, const void* in, std::size_t in_len);
   int migrate_id(File& f, const void* in, std::size_t in_len, std::size_t out_len);
+  // multicast.cc
+  int join_ip_mcast(File& f, const void* in, std::size_t in_len, std::size_t out_len);
+  int join_mcast(File& f, const void* in, std::size_t in_len, std::size_t out_len);
+  int join(File& f, std::uint32_t handle, std::uint64_t uid, const void* addr, std::size_t size,
+           std::uint16_t join_flags, std::uint64_t response, std::size_t out_len);
+  int leave_mcast(File& f, const void* in, std::size_t in_len, std::size_t out_len);
   /// Runs fn(ctx, cma, now) on the id `handle` of `f` under the CM lock;
   /// ENOENT / EINVAL as ucma_get_ctx, EINVAL for an id of a port space
   /// uroce lacks.
@@ -151,6 +167,8 @@ class Ucma final : private verbs::Gsi::Observer {
   // Under the CM lock.
   std::unordered_map<std::uint32_t, Ctx> ctxs_;              ///< by handle
   std::unordered_map<std::uint32_t, std::uint32_t> by_cma_;  ///< CM id -> handle
+  std::unordered_map<std::uint32_t, Mc> mcs_;                ///< multicast joins by their id
+  std::uint32_t next_mc_ = 0;
   // The handles; after the CM lock.
   std::mutex handles_mu_;
   std::set<std::uint32_t> free_handles_;

@@ -277,6 +277,15 @@ class QueuePair {
   /// 0, EINVAL, or ENOMEM.
   int post_recv(const RecvWr& wr);
 
+  /// UD: receive the datagrams sent to the multicast group `group` (an
+  /// IPv4 group as its IPv4-mapped GID, or an IPv6 one), as
+  /// ibv_attach_mcast. EINVAL for another QP type or a GID that is not a
+  /// group, ENOMEM past the device's limits. A QP destroyed while
+  /// attached leaves its groups.
+  int attach_mcast(const Gid& group);
+  /// EINVAL as attach_mcast, and for a group the QP is not attached to.
+  int detach_mcast(const Gid& group);
+
   /// The transport's counters of this QP (retransmissions, NAKs, ...).
   std::vector<Counter> counters() const;
 

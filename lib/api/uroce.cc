@@ -420,6 +420,9 @@ int QueuePair::post_recv(const RecvWr& wr) {
   return impl_->qp->post_recv(r);
 }
 
+int QueuePair::attach_mcast(const Gid& group) { return impl_->qp->attach_mcast(group.raw, 0); }
+int QueuePair::detach_mcast(const Gid& group) { return impl_->qp->detach_mcast(group.raw, 0); }
+
 std::vector<Counter> QueuePair::counters() const {
   std::vector<Counter> out;
   impl_->qp->for_each_counter(

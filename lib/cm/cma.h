@@ -189,7 +189,15 @@ struct CmaEvent {
     std::uint32_t qp_num = 0;
     std::uint32_t qkey = 0;
   } ud;
+  /// MULTICAST_JOIN and MULTICAST_ERROR: the join's handle, the caller's
+  /// (cma.c hands the join's context back in the event).
+  std::uint64_t mc = 0;
 };
+
+/// rdma_join_multicast's join states (the kernel's FULLMEMBER_JOIN and
+/// SENDONLY_FULLMEMBER_JOIN): a send-only member sends to the group and
+/// attaches no QP to it.
+enum class McJoinState : std::uint8_t { kFullMember, kSendOnlyFullMember };
 
 /// What the device supplies to the rdma_cm: its addresses, link and CA.
 struct CmaDevice {
@@ -296,6 +304,21 @@ class Cma {
   int disconnect(std::uint32_t id, Nanos now);
   /// rdma_notify(IB_EVENT_COMM_EST).
   int establish(std::uint32_t id, Nanos now);
+  // --- multicast (cma_multicast.cc) -------------------------------------------------
+  /// rdma_join_multicast on RoCE (cma_iboe_join_multicast): no MADs, the
+  /// group's MGID is the address (IPv4-mapped for IPv4) and
+  /// MULTICAST_JOIN follows at once, carrying `mc`, with the address
+  /// vector to send to the group, QPN 0xFFFFFF and the id's Q_Key.
+  /// EINVAL for an id that is not UD, not bound to one of the device's
+  /// addresses (ADDR_BOUND or ADDR_RESOLVED), or a zero address;
+  /// EOPNOTSUPP for an IPv6 group, which cma.c refuses on RoCEv2. A
+  /// group joined twice is two joins, as in cma.c.
+  int join_multicast(std::uint32_t id, const wire::IpAddr& group, McJoinState state,
+                     std::uint64_t mc);
+  /// rdma_leave_multicast of the join `mc`: it and its events not yet
+  /// taken go. EINVAL for a join the id does not have.
+  int leave_multicast(std::uint32_t id, std::uint64_t mc);
+
   /// rdma_init_qp_attr.
   int init_qp_attr(std::uint32_t id, QpState state, QpAttr& attr, unsigned& mask) const;
 
@@ -356,6 +379,13 @@ class Cma {
     int pending = 0;  ///< CONNECT_REQUESTs not yet taken
     std::uint64_t ib_service_id = 0;
     std::uint32_t listener = 0;  ///< a new id: the listener it came from
+    // Multicast groups joined (cma.c's mc_list).
+    struct McJoin {
+      wire::IpAddr group;
+      McJoinState state = McJoinState::kFullMember;
+      std::uint64_t mc = 0;
+    };
+    std::vector<McJoin> mc_list;
   };
 
   struct IbListener {

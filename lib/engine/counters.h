@@ -34,6 +34,10 @@ enum class EngineCounter : std::uint8_t {
   kTxCnpHeld,            ///< CNPs that waited for a PFC pause to end
   kTxLoopback,           ///< frames to the device itself, kept off the wire
   kRxLoopback,           ///< ... and received
+  kRxMcast,           ///< RoCEv2 frames to the multicast QPN
+  kRxMcastDelivered,  ///< ... their copies, one per attached QP
+  kRxMcastNoGroup,    ///< ... to a group no QP of the device is attached to
+  kTxMcast,           ///< frames sent to a multicast group
   kRxOther,
   kCount,
 };
@@ -83,6 +87,14 @@ constexpr std::string_view name(EngineCounter c) {
       return "tx_loopback";
     case EngineCounter::kRxLoopback:
       return "rx_loopback";
+    case EngineCounter::kRxMcast:
+      return "multicast_rcv_packets";
+    case EngineCounter::kRxMcastDelivered:
+      return "multicast_delivered";
+    case EngineCounter::kRxMcastNoGroup:
+      return "multicast_no_group";
+    case EngineCounter::kTxMcast:
+      return "multicast_xmit_packets";
     case EngineCounter::kRxOther:
       return "rx_other";
     case EngineCounter::kCount:

@@ -8,6 +8,8 @@
 #include "log/log.h"
 #include "wire/classify.h"
 #include "wire/cnp.h"
+#include "wire/ib_headers.h"
+#include "wire/multicast.h"
 #include "wire/roce_parser.h"
 
 namespace uroce::engine {
@@ -41,7 +43,18 @@ void Engine::detach(std::uint32_t qpn) {
   if (it == qps_.end()) return;
   order_.erase(std::remove(order_.begin(), order_.end(), it->second), order_.end());
   qps_.erase(it);
+  mcast_.detach_all(qpn);
   armed_.erase(qpn);  // its wheel entries now find no QP and lapse
+}
+
+void Engine::attach_mcast(const wire::IpAddr& group, transport::Qp& qp) {
+  const Holding hold(*this);
+  mcast_.attach(group, qp);
+}
+
+bool Engine::detach_mcast(const wire::IpAddr& group, std::uint32_t qpn) {
+  const Holding hold(*this);
+  return mcast_.detach(group, qpn);
 }
 
 std::uint32_t Engine::poll(Nanos now) {
@@ -143,6 +156,10 @@ void Engine::receive_roce(ConstBytes frame, Nanos now) {
     return;
   }
   counters_.inc(EngineCounter::kRxRoce);
+  if (pkt.bth.dest_qp == wire::kMulticastQpn) {
+    receive_mcast(pkt, now);
+    return;
+  }
   if (!host_.is_local(pkt.dst_ip)) {
     counters_.inc(EngineCounter::kRxNotOurIp);
     return;
@@ -155,6 +172,25 @@ void Engine::receive_roce(ConstBytes frame, Nanos now) {
   UROCE_DEBUG_ASSERT(in_engine_thread());
   it->second->receive(pkt, now);
   rearm(*it->second);
+}
+
+void Engine::receive_mcast(const wire::RocePacket& pkt, Nanos now) {
+  UROCE_DEBUG_ASSERT(in_engine_thread());
+  counters_.inc(EngineCounter::kRxMcast);
+  // The group is the IP destination; a group nobody here joined is not
+  // ours (rxe_rcv_mcast_pkt drops it too).
+  const auto members = mcast_.members(pkt.dst_ip);
+  if (members.empty()) {
+    counters_.inc(EngineCounter::kRxMcastNoGroup);
+    return;
+  }
+  // Every member its own copy: each checks state, P_Key and Q_Key and
+  // takes a receive WQE of its own (rxe_rcv_mcast_pkt).
+  for (transport::Qp* qp : members) {
+    qp->receive(pkt, now);
+    rearm(*qp);
+  }
+  counters_.inc(EngineCounter::kRxMcastDelivered, members.size());
 }
 
 std::optional<wire::MacAddr> Engine::resolve(const wire::IpAddr& ip,
@@ -185,7 +221,9 @@ std::optional<wire::RoceRoute> Engine::route_to(const wire::IpAddr& src, const w
   r.src_mac = host_.mac();
   r.src_ip = src;
   r.dst_ip = dst;
-  if (host_.is_local(dst)) {
+  if (wire::is_multicast(dst)) {
+    r.dst_mac = wire::multicast_mac(dst);  // a group has no neighbour to ask
+  } else if (host_.is_local(dst)) {
     r.dst_mac = host_.mac();  // delivered inside the device (self_delivery.h)
   } else {
     const auto mac = resolve(dst, timeout);
@@ -260,9 +298,13 @@ void Engine::transmit(port::TxFrame* frames, std::uint16_t n) {
   for (std::uint16_t i = 0; i < n; ++i) {
     if (self_.to_self(frames[i])) {
       self_.loop_back(frames[i]);
-    } else {
-      frames[m++] = frames[i];
+      continue;
     }
+    // A group this device's QPs joined hears the device's own datagrams,
+    // as rxe's do (the kernel loops multicast back to the sending host);
+    // the wire gets the frame as well.
+    if (to_joined_group(frames[i])) self_.copy_back(frames[i]);
+    frames[m++] = frames[i];
   }
   n = m;
   if (n == 0) return;
@@ -292,6 +334,18 @@ void Engine::transmit(port::TxFrame* frames, std::uint16_t n) {
       counters_.inc(EngineCounter::kTxDropped);
     }
   }
+}
+
+bool Engine::to_joined_group(const port::TxFrame& f) {
+  if (f.length < wire::EthHdr::kSize || (f.room[0] & 1) == 0) return false;  // not a group MAC
+  const wire::FrameClass c = wire::classify(wire::ConstBytes(f.room.data(), f.length));
+  // RoCEv2 datagrams only: the host stack's neighbour solicitations go
+  // to multicast addresses too.
+  if (!c.ip() || c.l4_proto != wire::ip_proto::kUdp) return false;
+  const wire::IpAddr dst = c.ip_dst(wire::ConstBytes(f.room.data(), f.length));
+  if (!wire::is_multicast(dst)) return false;
+  counters_.inc(EngineCounter::kTxMcast);
+  return mcast_.joined(dst);
 }
 
 bool Engine::flush_backlog() {

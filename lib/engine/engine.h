@@ -35,6 +35,7 @@
 #include "engine/counters.h"
 #include "engine/frame_path.h"
 #include "engine/host_stack.h"
+#include "engine/mcast_groups.h"
 #include "engine/params.h"
 #include "engine/rx_buffer.h"
 #include "engine/self_delivery.h"
@@ -75,8 +76,16 @@ class Engine final : private FramePath {
   /// Adds a QP to the dispatch table; packets for its QPN reach it from
   /// the next iteration on.
   void attach(transport::Qp& qp);
-  /// Removes a QP; once this returns the engine no longer touches it.
+  /// Removes a QP (from its multicast groups too); once this returns the
+  /// engine no longer touches it.
   void detach(std::uint32_t qpn);
+  /// Attaches an attached QP to a multicast group (a multicast GID,
+  /// wire::is_multicast): datagrams to the group reach it from the next
+  /// iteration on, and the device's own sends to the group come back to
+  /// it, as rxe's do.
+  void attach_mcast(const wire::IpAddr& group, transport::Qp& qp);
+  /// False when the QP was not attached to the group.
+  bool detach_mcast(const wire::IpAddr& group, std::uint32_t qpn);
 
   /// Runs `fn` while holding the engine, so it may call what belongs to the
   /// engine thread (Qp::modify, timers, ...) from any thread.
@@ -173,6 +182,10 @@ class Engine final : private FramePath {
   /// RX dispatch: one classification, then the host stack, PFC or a QP.
   void receive(wire::ConstBytes frame, Nanos now) override;
   void receive_roce(wire::ConstBytes frame, Nanos now);
+  /// A datagram to the multicast QPN: a copy to each QP of its group.
+  void receive_mcast(const wire::RocePacket& pkt, Nanos now);
+  /// Whether a frame we send goes to a multicast group; counts it.
+  bool to_joined_group(const port::TxFrame& f);
   /// To the device itself, or to the port behind the backlog.
   void transmit(port::TxFrame* frames, std::uint16_t n) override;
   /// Sends what the port could not take before; true when nothing waits.
@@ -199,6 +212,7 @@ class Engine final : private FramePath {
   // The queue-pair side.
   std::unordered_map<std::uint32_t, transport::Qp*> qps_;
   std::vector<transport::Qp*> order_;                            ///< round-robin order
+  McastGroups mcast_;
   TimerWheel<std::uint32_t> timers_{kTimerTickNs, kTimerSlots};  ///< every QP's next deadline
   std::unordered_map<std::uint32_t, Nanos> armed_;               ///< QPN -> deadline in the wheel
   std::size_t rr_ = 0;

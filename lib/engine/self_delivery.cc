@@ -19,10 +19,14 @@ bool SelfDelivery::to_self(const port::TxFrame& f) const {
 }
 
 void SelfDelivery::loop_back(port::TxFrame& f) {
+  copy_back(f);
+  port_.tx_free(f);
+}
+
+void SelfDelivery::copy_back(const port::TxFrame& f) {
   if (queue_.size() >= kMaxLoopback) {
     // As a congested link would: the transport's retries recover.
     counters_.inc(EngineCounter::kTxDropped);
-    port_.tx_free(f);
     return;
   }
   std::vector<std::uint8_t> copy;
@@ -37,7 +41,6 @@ void SelfDelivery::loop_back(port::TxFrame& f) {
     wire::store_be16(ip + 10, 0);
     wire::store_be16(ip + 10, wire::inet_checksum(ip, wire::Ipv4Hdr::kMinSize));
   }
-  port_.tx_free(f);
   queue_.push_back(std::move(copy));
   counters_.inc(EngineCounter::kTxLoopback);
 }

@@ -31,6 +31,9 @@ class SelfDelivery {
   /// Takes a frame to ourselves off the transmit path: copied, its buffer
   /// back to the port.
   void loop_back(port::TxFrame& f);
+  /// Keeps a copy of a frame that also goes to the wire (a datagram to a
+  /// multicast group the device's own QPs joined).
+  void copy_back(const port::TxFrame& f);
   /// Receives the frames looped back before this call; returns how many.
   std::uint32_t run(Nanos now);
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "transport/qp.h"
+#include "wire/multicast.h"
 
 namespace uroce::transport {
 
@@ -78,6 +79,10 @@ bool Qp::build_request(SendWqe& wqe, TxPacket& pkt, std::uint32_t& len, bool& la
   pkt.bth = wire::Bth{};
   pkt.bth.pkey = attr_.pkey;
   pkt.bth.dest_qp = type_ == QpType::kUd ? wr.ud.remote_qpn : attr_.dest_qp_num;
+  // A datagram to a multicast group goes to the multicast QPN whatever
+  // the WR names: every QP attached to the group is its destination.
+  if (type_ == QpType::kUd && wire::is_multicast(wqe.ud_route.dst_ip))
+    pkt.bth.dest_qp = wire::kMulticastQpn;
   pkt.bth.psn = req_.psn;
   pkt.payload_segs = 0;
   pkt.payload_len = 0;

@@ -349,6 +349,28 @@ int Device::with_dm(std::uint32_t handle, const std::function<int(Dm*)>& fn) {
   return with(handles_mu_, dms_, handle, fn);
 }
 
+int Device::attach_mcast(const wire::IpAddr& group, transport::Qp& qp) {
+  std::lock_guard lock(mcast_mu_);
+  const auto it = mcast_members_.find(group.bytes);
+  if (it == mcast_members_.end() && mcast_members_.size() >= attr_.max_mcast_grp) return ENOMEM;
+  if ((it != mcast_members_.end() && it->second >= attr_.max_mcast_qp_attach) ||
+      mcast_attached_ >= attr_.max_total_mcast_qp_attach)
+    return ENOMEM;
+  engine_->attach_mcast(group, qp);
+  ++mcast_members_[group.bytes];
+  ++mcast_attached_;
+  return 0;
+}
+
+int Device::detach_mcast(const wire::IpAddr& group, std::uint32_t qpn) {
+  std::lock_guard lock(mcast_mu_);
+  if (!engine_->detach_mcast(group, qpn)) return EINVAL;
+  const auto it = mcast_members_.find(group.bytes);
+  if (it != mcast_members_.end() && --it->second == 0) mcast_members_.erase(it);
+  --mcast_attached_;
+  return 0;
+}
+
 int Device::resolve(const AddressVector& av, std::uint32_t src_qpn, std::uint32_t dst_qpn,
                     wire::RoceRoute* out) {
   if (!av.has_grh || (av.port_num != 0 && av.port_num != 1)) return EINVAL;

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -119,6 +120,13 @@ class Device {
   int resolve(const AddressVector& av, std::uint32_t src_qpn, std::uint32_t dst_qpn,
               wire::RoceRoute* out);
 
+  /// Attaches `qp` to the multicast group `group` in the engine, within
+  /// the device's limits on groups and attachments (ENOMEM past them, as
+  /// rxe). The QP's own rules are QueuePair::attach_mcast's.
+  int attach_mcast(const wire::IpAddr& group, transport::Qp& qp);
+  /// EINVAL when the QP was not attached to the group.
+  int detach_mcast(const wire::IpAddr& group, std::uint32_t qpn);
+
   /// QP 1 and the connection manager (verbs/gsi.h), made on first use.
   Gsi& gsi();
 
@@ -169,6 +177,9 @@ class Device {
   std::array<std::uint64_t, transport::Counters::kSize> retired_{};
   void watch_link();
   void housekeep();
+  std::mutex mcast_mu_;
+  std::map<std::array<std::uint8_t, 16>, std::uint32_t> mcast_members_;  ///< group -> QPs
+  std::uint32_t mcast_attached_ = 0;  ///< attachments over every group
   std::mutex gsi_mu_;
   std::unique_ptr<Gsi> gsi_owner_;
   std::atomic<Gsi*> gsi_{nullptr};

@@ -34,11 +34,18 @@ inline constexpr std::uint32_t kGidTableLen = 16;
 inline constexpr std::uint32_t kMaxPkeys = 1;
 /// Completion vectors (one engine thread serves every CQ).
 inline constexpr int kNumCompVectors = 1;
+/// Multicast groups, QPs attached to one group, and attachments over all
+/// groups, as rxe's (RXE_MAX_MCAST_GRP, RXE_MAX_MCAST_QP_ATTACH,
+/// RXE_MAX_TOT_MCAST_QP_ATTACH).
+inline constexpr std::uint32_t kMaxMcastGrp = 8192;
+inline constexpr std::uint32_t kMaxMcastQpAttach = 56;
+inline constexpr std::uint32_t kMaxTotalMcastQpAttach = 0x70000;
 /// IBA 14.2.5.2: the ACK delay the responder adds, as 4.096 us * 2^n.
 inline constexpr std::uint8_t kLocalCaAckDelay = 15;
 
 static_assert(kMaxMrSlots <= (1u << 24), "a key keeps 24 bits for its slot");
 static_assert(kMaxQp < (1u << 24), "QPNs are 24 bits, QP 0 and 1 are reserved");
+static_assert(kMaxMcastQpAttach <= kMaxTotalMcastQpAttach, "one group's QPs count in the total");
 static_assert(transport::kMaxQpWr <= kMaxCqe, "a full send queue must fit one CQ");
 
 /// Device attributes (ibv_device_attr's subset uroce reports).
@@ -58,6 +65,9 @@ struct DeviceAttr {
   std::uint32_t max_qp_init_rd_atom = transport::kMaxRdAtomic;
   std::uint32_t max_inline_data = transport::kMaxInlineData;
   std::uint64_t max_dm_size = transport::kMaxDmSize;  ///< device memory, all allocations together
+  std::uint32_t max_mcast_grp = kMaxMcastGrp;
+  std::uint32_t max_mcast_qp_attach = kMaxMcastQpAttach;
+  std::uint32_t max_total_mcast_qp_attach = kMaxTotalMcastQpAttach;
 };
 
 }  // namespace uroce::verbs

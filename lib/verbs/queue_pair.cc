@@ -8,6 +8,7 @@
 #include "transport/random.h"
 #include "verbs/access.h"
 #include "verbs/device.h"
+#include "wire/multicast.h"
 
 namespace uroce::verbs {
 
@@ -82,8 +83,18 @@ int QueuePair::create(Pd& pd, const QpCaps& caps, Cq& send_cq, Cq& recv_cq, Srq*
   return 0;
 }
 
+int QueuePair::destroy(std::unique_ptr<QueuePair>& qp) {
+  if (qp) {
+    std::lock_guard lock(qp->mcast_mu_);
+    if (!qp->mcast_.empty()) return EBUSY;
+  }
+  qp.reset();
+  return 0;
+}
+
 QueuePair::~QueuePair() {
   Device& dev = pd_.device();
+  for (const wire::IpAddr& g : mcast_) dev.detach_mcast(g, qp_->qpn());
   if (qp_) {
     // No event names it from now on, and once it is detached no packet
     // reaches it.
@@ -153,6 +164,34 @@ int QueuePair::post_recv(const transport::RecvWr& wr) {
   if (srq_) return EINVAL;  // the QP receives from its SRQ
   std::lock_guard lock(recv_mu_);
   return qp_->post_recv(wr);
+}
+
+int QueuePair::attach_mcast(const std::array<std::uint8_t, 16>& gid, std::uint16_t /*lid*/) {
+  wire::IpAddr group;
+  group.bytes = gid;
+  if (type() != transport::QpType::kUd || !wire::is_multicast(group)) return EINVAL;
+  std::lock_guard lock(mcast_mu_);
+  if (std::find(mcast_.begin(), mcast_.end(), group) != mcast_.end()) return 0;
+  if (int rc = pd_.device().attach_mcast(group, *qp_); rc != 0) return rc;
+  mcast_.push_back(group);
+  return 0;
+}
+
+int QueuePair::detach_mcast(const std::array<std::uint8_t, 16>& gid, std::uint16_t /*lid*/) {
+  wire::IpAddr group;
+  group.bytes = gid;
+  if (type() != transport::QpType::kUd || !wire::is_multicast(group)) return EINVAL;
+  std::lock_guard lock(mcast_mu_);
+  const auto it = std::find(mcast_.begin(), mcast_.end(), group);
+  if (it == mcast_.end()) return EINVAL;
+  if (int rc = pd_.device().detach_mcast(group, qpn()); rc != 0) return rc;
+  mcast_.erase(it);
+  return 0;
+}
+
+std::vector<wire::IpAddr> QueuePair::mcast_groups() const {
+  std::lock_guard lock(mcast_mu_);
+  return mcast_;
 }
 
 int QueuePair::set_ud_destination(const Ah& ah, std::uint32_t remote_qpn,

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "transport/qp.h"
 #include "verbs/address_vector.h"
@@ -19,6 +20,7 @@
 #include "verbs/mr_table.h"
 #include "verbs/pd.h"
 #include "verbs/srq.h"
+#include "wire/ip.h"
 
 namespace uroce::cc {
 class QpCongestion;
@@ -56,9 +58,12 @@ class QueuePair {
   /// for a QP type uroce does not offer.
   static int create(Pd& pd, const QpCaps& caps, Cq& send_cq, Cq& recv_cq, Srq* srq,
                     std::unique_ptr<QueuePair>* out);
-  static void destroy(std::unique_ptr<QueuePair>& qp) { qp.reset(); }
+  /// ibv_destroy_qp: EBUSY while the QP is attached to a multicast group
+  /// (the kernel's uverbs_free_qp refuses it until the program detached).
+  static int destroy(std::unique_ptr<QueuePair>& qp);
   /// Once this returns no packet reaches the QP and nothing completes into
-  /// its CQs any more.
+  /// its CQs any more; the groups it was still attached to (a context
+  /// torn down) lose it, as uverbs detaches them when a process ends.
   ~QueuePair();
   QueuePair(const QueuePair&) = delete;
   QueuePair& operator=(const QueuePair&) = delete;
@@ -108,6 +113,16 @@ class QueuePair {
   void doorbell();
   /// Posts a receive WR; EINVAL for a QP that receives from an SRQ.
   int post_recv(const transport::RecvWr& wr);
+  /// ibv_attach_mcast: `gid` a multicast GID (wire::is_multicast) and
+  /// the QP a UD one, else EINVAL (ib_attach_mcast); the LID, which RoCE
+  /// does not use, is not checked. Attaching again is 0 and changes
+  /// nothing; ENOMEM past the device's multicast limits.
+  int attach_mcast(const std::array<std::uint8_t, 16>& gid, std::uint16_t lid);
+  /// ibv_detach_mcast: EINVAL as attach_mcast, and for a group the QP is
+  /// not attached to.
+  int detach_mcast(const std::array<std::uint8_t, 16>& gid, std::uint16_t lid);
+  /// The groups the QP is attached to.
+  std::vector<wire::IpAddr> mcast_groups() const;
   /// Points a UD send WR at `ah`: EINVAL for an AH of another context.
   int set_ud_destination(const Ah& ah, std::uint32_t remote_qpn, std::uint32_t remote_qkey,
                          transport::SendWr* wr) const;
@@ -123,6 +138,8 @@ class QueuePair {
   QpCaps caps_;
   std::mutex send_mu_;
   std::mutex recv_mu_;
+  mutable std::mutex mcast_mu_;        ///< before the device's multicast lock
+  std::vector<wire::IpAddr> mcast_;  ///< the groups it is attached to
   // DCQCN's gate and observer outlive the QP that uses them (declared
   // first, destroyed last); the QP's address, for the CNP's route.
   std::unique_ptr<cc::QpCongestion> cc_;

@@ -158,6 +158,34 @@ TEST_F(Api, UdSendsGoToTheAddressHandlesPeer) {
   EXPECT_EQ(std::memcmp(b_.buf.data() + 40, "datagram", 8), 0);
 }
 
+TEST_F(Api, UdDatagramsToAGroupReachTheQpsAttachedToIt) {
+  connect(QpType::kUd);
+  const Gid group = *Gid::from_ip("239.5.5.5");
+  EXPECT_EQ(b_.qp->attach_mcast(*Gid::from_ip("10.77.0.9")), EINVAL) << "not a group";
+  ASSERT_EQ(b_.qp->attach_mcast(group), 0);
+  int err = 0;
+  auto ah = a_.pd->create_ah(group, 1, &err);
+  ASSERT_TRUE(ah) << err;
+  const auto base = [](Side& s) { return reinterpret_cast<std::uint64_t>(s.buf.data()); };
+  Sge rbuf{base(b_), 40 + 256, b_.mr->lkey()};
+  ASSERT_EQ(b_.qp->post_recv({.wr_id = 6, .sges = {&rbuf, 1}}), 0);
+  std::memcpy(a_.buf.data(), "to all", 6);
+  Sge msg{base(a_), 6, a_.mr->lkey()};
+  ASSERT_EQ(a_.qp->post_send({.opcode = Opcode::kSend,
+                              .sges = {&msg, 1},
+                              .ah = ah.get(),
+                              .remote_qpn = 0xFFFFFF,
+                              .remote_qkey = ConnectOptions{}.qkey}),
+            0);
+  const Completion c = wait(b_);
+  ASSERT_TRUE(c.ok()) << to_string(c.status);
+  EXPECT_EQ(c.byte_len, 40u + 6);
+  EXPECT_EQ(std::memcmp(b_.buf.data() + 40, "to all", 6), 0);
+  EXPECT_EQ(counter(b_.dev->counters(), "multicast_delivered"), 1u);
+  EXPECT_EQ(b_.qp->detach_mcast(group), 0);
+  EXPECT_EQ(b_.qp->detach_mcast(group), EINVAL);
+}
+
 TEST_F(Api, BadArgumentsGetTheErrnoOfLibibverbs) {
   int err = 0;
   EXPECT_EQ(a_.dev->create_cq(0, &err), nullptr);

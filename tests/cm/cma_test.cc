@@ -214,6 +214,72 @@ TEST_F(CmaBind, A9000ByteLinkGivesPathMtu4096AndAnAckTimeoutSetsThePacketLifetim
 
 // --- QP attributes, both sides (research/rdma-cm.md 1.4) ------------------------
 
+// Multicast joins (cma_multicast.cc): local on RoCE, the event at once.
+class CmaMulticast : public CmaBind {};
+
+TEST_F(CmaMulticast, AJoinGivesTheGroupsAddressVectorAtOnce) {
+  const std::uint32_t ud = id(PortSpace::kUdp);
+  const IpAddr group = *IpAddr::parse("239.1.2.3");
+  EXPECT_EQ(cma().join_multicast(ud, group, McJoinState::kFullMember, 5), EINVAL) << "not bound";
+  ASSERT_EQ(cma().bind(ud, a_, 0), 0);
+  ASSERT_EQ(cma().join_multicast(ud, group, McJoinState::kFullMember, 5), 0);
+  CmaEvent e;
+  ASSERT_TRUE(cma().get_event(0, e));
+  EXPECT_EQ(e.event, CmaEventType::kMulticastJoin);
+  EXPECT_EQ(e.id, ud);
+  EXPECT_EQ(e.mc, 5u);
+  EXPECT_EQ(e.status, 0);
+  // Expect: cma_make_mc_event's: the IPv4-mapped MGID, a GRH with hop
+  // limit 64 and the id's source GID, QPN 0xFFFFFF, RDMA_UDP_QKEY.
+  EXPECT_EQ(e.ud.ah_attr.grh.dgid, group);
+  EXPECT_EQ(e.ud.ah_attr.is_global, 1);
+  EXPECT_EQ(e.ud.ah_attr.grh.hop_limit, 64);
+  EXPECT_EQ(e.ud.ah_attr.dlid, 0);
+  EXPECT_EQ(e.ud.qp_num, 0xFFFFFFu);
+  EXPECT_EQ(e.ud.qkey, kUdpQkey);
+  const wire::MacAddr mac{{0x01, 0x00, 0x5E, 0x01, 0x02, 0x03}};
+  EXPECT_EQ(e.ud.ah_attr.dmac, mac);
+  EXPECT_FALSE(cma().get_event(0, e));
+  EXPECT_EQ(cma().leave_multicast(ud, 5), 0);
+  EXPECT_EQ(cma().leave_multicast(ud, 5), EINVAL) << "left already";
+}
+
+TEST_F(CmaMulticast, OnlyUdIdsWithADeviceAndIpv4GroupsJoin) {
+  const std::uint32_t rc = id(PortSpace::kTcp);
+  ASSERT_EQ(cma().bind(rc, a_, 0), 0);
+  EXPECT_EQ(cma().join_multicast(rc, *IpAddr::parse("239.1.2.3"), McJoinState::kFullMember, 1),
+            EINVAL)
+      << "a TCP id";
+  const std::uint32_t any = id(PortSpace::kUdp);
+  ASSERT_EQ(cma().bind(any, any4_, 0), 0);
+  EXPECT_EQ(cma().join_multicast(any, *IpAddr::parse("239.1.2.3"), McJoinState::kFullMember, 1),
+            EINVAL)
+      << "bound to no device address";
+  const std::uint32_t ud = id(PortSpace::kUdp);
+  ASSERT_EQ(cma().bind(ud, a_, 0), 0);
+  EXPECT_EQ(cma().join_multicast(ud, any4_, McJoinState::kFullMember, 1), EINVAL) << "zero";
+  EXPECT_EQ(cma().join_multicast(ud, *IpAddr::parse("ff0e::1"), McJoinState::kFullMember, 1),
+            EOPNOTSUPP)
+      << "cma.c refuses IPv6 groups on RoCEv2";
+  CmaEvent e;
+  EXPECT_FALSE(cma().get_event(0, e));
+}
+
+TEST_F(CmaMulticast, LeavingDropsTheJoinsEventsNobodyTook) {
+  const std::uint32_t ud = id(PortSpace::kUdp);
+  ASSERT_EQ(cma().bind(ud, a_, 0), 0);
+  ASSERT_EQ(cma().join_multicast(ud, *IpAddr::parse("239.1.2.3"), McJoinState::kFullMember, 1), 0);
+  ASSERT_EQ(
+      cma().join_multicast(ud, *IpAddr::parse("239.1.2.4"), McJoinState::kSendOnlyFullMember, 2),
+      0);
+  EXPECT_EQ(cma().pending_events(0), 2u);
+  EXPECT_EQ(cma().leave_multicast(ud, 1), 0);
+  CmaEvent e;
+  ASSERT_TRUE(cma().get_event(0, e));
+  EXPECT_EQ(e.mc, 2u) << "the other join's event stays";
+  EXPECT_FALSE(cma().get_event(0, e));
+}
+
 struct Conn {
   explicit Conn(std::uint64_t seed)
       : net(seed),

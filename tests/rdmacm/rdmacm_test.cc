@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -253,6 +254,85 @@ TEST_F(Rdmacm, UcmatoseFourConnections) {
 
 TEST_F(Rdmacm, UdaddySidr) {
   run({"udaddy", "udaddy -s 10.77.0.2", R"(test complete\s+return status 0)"});
+}
+
+TEST_F(Rdmacm, MckeyDeliversEveryMessageToTheGroup) {
+  // mckey: both ends join 239.77.0.1 through rdma_cm (JOIN_IP_MCAST, then
+  // librdmacm's ibv_attach_mcast on the MULTICAST_JOIN event), the
+  // receiver with two ids, so two QPs; the sender sends ten datagrams to
+  // the group, and each of the receiver's QPs must get all ten.
+  start_captures();
+  // stdbuf: the receiver's lines as it prints them, to know it joined.
+  Child receiver(over_uroce('b', "stdbuf -oL mckey -m 239.77.0.1 -b 10.77.0.2 -c 2"),
+                 dir() + "/receiver.log");
+  const auto joins = [&] {
+    const std::string out = receiver.output();
+    std::size_t n = 0;
+    for (auto at = out.find("mckey: joined dgid"); at != std::string::npos;
+         at = out.find("mckey: joined dgid", at + 1))
+      ++n;
+    return n;
+  };
+  const auto end = std::chrono::steady_clock::now() + 30s;
+  while (joins() < 2 && std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(50ms);
+  ASSERT_EQ(joins(), 2u) << receiver.output();
+  Child sender(over_uroce('a', "mckey -m 239.77.0.1 -s -b 10.77.0.1"), dir() + "/sender.log");
+  const int sender_rc = sender.wait(60s);
+  const int receiver_rc = receiver.wait(30s);
+  stop_captures();
+  const std::string out = receiver.output();
+  EXPECT_EQ(sender_rc, 0) << "sender:\n" << sender.output();
+  EXPECT_EQ(receiver_rc, 0) << "receiver:\n" << out;
+  // The event's address vector names the group's MGID, the IPv4-mapped
+  // address; the receiver polled one completion per message.
+  EXPECT_NE(out.find("mckey: joined dgid: ::ffff:239.77.0.1 mlid 0x0 sl 0"), std::string::npos)
+      << out;
+  EXPECT_TRUE(std::regex_search(
+      out, std::regex(R"(receiving data transfers\s+data transfers complete\s+test complete\s+)"
+                      R"(return status 0)")))
+      << out;
+
+  // On the link: ten SEND-with-immediate datagrams to the group's MAC and
+  // the multicast QPN, well-formed (ICRC too) and decoded by tshark.
+  std::size_t to_group = 0;
+  for (const auto& frame : test::read_pcap(dir() + "/b.pcap")) {
+    wire::RocePacket pkt;
+    if (wire::parse_roce_frame(frame, pkt) != wire::DropReason::kNone || pkt.bth.dest_qp == 1)
+      continue;
+    ++to_group;
+    const std::uint8_t group_mac[] = {0x01, 0x00, 0x5E, 0x4D, 0x00, 0x01};
+    EXPECT_TRUE(std::equal(group_mac, group_mac + 6, frame.begin())) << "the mapped MAC";
+    EXPECT_EQ(pkt.bth.dest_qp, 0xFFFFFFu);
+    EXPECT_EQ(pkt.dst_ip, *wire::IpAddr::parse("239.77.0.1"));
+    EXPECT_EQ(pkt.ext.deth.qkey, 0x01234567u) << "RDMA_UDP_QKEY";
+    EXPECT_EQ(pkt.payload.size(), 100u);
+  }
+  EXPECT_EQ(to_group, 10u);
+  std::size_t decoded = 0;
+  for (const auto& d : test::tshark_decode(dir() + "/b.pcap",
+                                           {"frame.number", "infiniband.bth.destqp", "eth.dst",
+                                            "ip.dst", "_ws.malformed"})) {
+    EXPECT_EQ(d.at("_ws.malformed"), "") << "frame " << d.at("frame.number");
+    if (d.at("infiniband.bth.destqp").empty() ||
+        test::tshark_number(d.at("infiniband.bth.destqp")) != 0xFFFFFF)
+      continue;
+    ++decoded;
+    EXPECT_EQ(d.at("eth.dst"), "01:00:5e:4d:00:01");
+    EXPECT_EQ(d.at("ip.dst"), "239.77.0.1");
+  }
+  EXPECT_EQ(decoded, 10u);
+  const auto icrc = test::independent_icrc_check(dir() + "/b.pcap");
+  EXPECT_EQ(icrc.bad, 0u) << icrc.output;
+
+  // The receiver's device gave every datagram to both its attached QPs.
+  auto a = counters('a');
+  auto b = counters('b');
+  EXPECT_EQ(a["engine.multicast_xmit_packets"], 10u);
+  EXPECT_EQ(b["engine.multicast_rcv_packets"], 10u);
+  EXPECT_EQ(b["engine.multicast_delivered"], 20u);
+  EXPECT_EQ(b["engine.multicast_no_group"], 0u);
+  EXPECT_EQ(b["port.rdma_recvs"], 20u);
 }
 
 TEST_F(Rdmacm, RdmaServerAndClientSyncIds) {

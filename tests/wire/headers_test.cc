@@ -12,6 +12,7 @@
 #include "wire/ib_headers.h"
 #include "wire/ip.h"
 #include "wire/mtu.h"
+#include "wire/multicast.h"
 #include "wire/roce_parser.h"
 #include "wire/udp.h"
 
@@ -80,6 +81,25 @@ TEST(Ethernet, VlanTagCarriesPcpDeiVid) {
   EXPECT_TRUE(t.dei);
   EXPECT_EQ(t.vid, 0xABC);
   EXPECT_EQ(t.ether_type, ether_type::kIpv4);
+}
+
+TEST(MulticastGid, GroupsAreIpv4ClassDAndIpv6Ff00AndMapToTheirMacs) {
+  const auto ip = [](const char* s) { return *IpAddr::parse(s); };
+  EXPECT_TRUE(is_multicast(ip("224.0.0.1")));
+  EXPECT_TRUE(is_multicast(ip("239.255.255.255")));
+  EXPECT_FALSE(is_multicast(ip("223.255.255.255")));
+  EXPECT_FALSE(is_multicast(ip("240.0.0.1")));
+  EXPECT_FALSE(is_multicast(ip("10.0.0.1")));
+  EXPECT_TRUE(is_multicast(ip("ff02::1")));
+  EXPECT_FALSE(is_multicast(ip("fe80::1")));
+  EXPECT_FALSE(is_multicast(ip("::")));
+  // RFC 1112 6.4: the low 23 bits; 239.129.2.3 and 239.1.2.3 share a MAC.
+  const MacAddr v4{{0x01, 0x00, 0x5E, 0x01, 0x02, 0x03}};
+  EXPECT_EQ(multicast_mac(ip("239.1.2.3")), v4);
+  EXPECT_EQ(multicast_mac(ip("239.129.2.3")), v4);
+  // RFC 2464 7: 33:33 and the low 32 bits.
+  const MacAddr v6{{0x33, 0x33, 0xAB, 0xCD, 0x00, 0x12}};
+  EXPECT_EQ(multicast_mac(ip("ff0e::abcd:12")), v6);
 }
 
 TEST(Ip, Ipv4HeaderRoundTripsWithAValidChecksum) {
