@@ -48,18 +48,18 @@ struct Real {
   int (*lstat)(const char*, struct stat*) = libc_next<decltype(lstat)>("lstat");
   int (*lstat64)(const char*, struct stat64*) = libc_next<decltype(lstat64)>("lstat64");
   int (*fstatat)(int, const char*, struct stat*, int) = libc_next<decltype(fstatat)>("fstatat");
-  int (*fstatat64)(int, const char*, struct stat64*, int) =
-      libc_next<decltype(fstatat64)>("fstatat64");
-  int (*statx)(int, const char*, int, unsigned, struct statx*) =
-      libc_next<decltype(statx)>("statx");
+  int (*fstatat64)(int, const char*, struct stat64*,
+                   int) = libc_next<decltype(fstatat64)>("fstatat64");
+  int (*statx)(int, const char*, int, unsigned,
+               struct statx*) = libc_next<decltype(statx)>("statx");
   int (*xstat)(int, const char*, struct stat*) = libc_next<decltype(xstat)>("__xstat");
   int (*xstat64)(int, const char*, struct stat64*) = libc_next<decltype(xstat64)>("__xstat64");
   int (*lxstat)(int, const char*, struct stat*) = libc_next<decltype(lxstat)>("__lxstat");
   int (*lxstat64)(int, const char*, struct stat64*) = libc_next<decltype(lxstat64)>("__lxstat64");
-  int (*fxstatat)(int, int, const char*, struct stat*, int) =
-      libc_next<decltype(fxstatat)>("__fxstatat");
-  int (*fxstatat64)(int, int, const char*, struct stat64*, int) =
-      libc_next<decltype(fxstatat64)>("__fxstatat64");
+  int (*fxstatat)(int, int, const char*, struct stat*,
+                  int) = libc_next<decltype(fxstatat)>("__fxstatat");
+  int (*fxstatat64)(int, int, const char*, struct stat64*,
+                    int) = libc_next<decltype(fxstatat64)>("__fxstatat64");
   int (*access)(const char*, int) = libc_next<decltype(access)>("access");
   int (*faccessat)(int, const char*, int, int) = libc_next<decltype(faccessat)>("faccessat");
   int (*euidaccess)(const char*, int) = libc_next<decltype(euidaccess)>("euidaccess");

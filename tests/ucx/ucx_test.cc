@@ -42,8 +42,7 @@ class Ucx : public ::testing::Test {
 
   // The program under uroce-run on `host` (10.77.0.1 on a, .2 on b), its
   // counters to <dir>/<host>.stats at exit.
-  std::string over_uroce(char host, const std::string& program,
-                         const std::string& env = "") const {
+  std::string over_uroce(char host, const std::string& program, const std::string& env = "") const {
     const std::string h(1, host);
     return "ip netns exec " + ns(host) + " env " + env + " UROCE_STATS_FILE=" + dir() + "/" + h +
            ".stats " + std::string(UROCE_BIN_DIR) +
@@ -64,8 +63,7 @@ class Ucx : public ::testing::Test {
     while (sh("ip netns exec " + ns('b') + " ss -ltnH 'sport = :13337' | grep -q LISTEN") != 0 &&
            std::chrono::steady_clock::now() < end)
       std::this_thread::sleep_for(50ms);
-    Child client(over_uroce('a', "ucx_perftest 192.168.77.2 " + args, env),
-                 dir() + "/client.log");
+    Child client(over_uroce('a', "ucx_perftest 192.168.77.2 " + args, env), dir() + "/client.log");
     const int client_rc = client.wait(60s);
     const int server_rc = server.wait(20s);
     const std::string out = client.output();
