@@ -25,6 +25,8 @@ packages=(
   libibverbs-dev ibverbs-utils perftest rdmacm-utils
   # rdma-core's own verbs test suite, run over uroce by tests/conformance
   python3-pyverbs
+  # middleware over verbs: UCX 1.13 (ucx_info, ucx_perftest; brings libucx0)
+  ucx-utils
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev tshark iproute2 procps ethtool
   # the testbed's scenarios: tables, plots, a PFC storm from a raw socket

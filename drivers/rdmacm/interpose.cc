@@ -4,14 +4,13 @@
 // gives (drivers/rdmacm/ucma.h); every other path and descriptor goes
 // straight to libc, at the cost of one string compare per open and one
 // bit test per write, close and fstat. The symbols carry the versions the
-// target's libc gives them (the generated version script in CMakeLists),
+// target's libc gives them (the version script drivers/ibverbs generates),
 // so that programs and libraries bound to libc's bind here first.
 
 // The definitions below are libc's own names: no fortified inline
 // wrappers of them.
 #undef _FORTIFY_SOURCE
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -21,6 +20,7 @@
 #include <cstdarg>
 #include <cstring>
 
+#include "ibverbs/libc_next.h"
 #include "rdmacm/ucma.h"
 
 namespace uroce::rdmacm {
@@ -29,7 +29,7 @@ namespace {
 
 template <typename Fn>
 Fn next(const char* name) {
-  return reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+  return ibverbs::libc_next<Fn>(name);
 }
 
 struct Real {
@@ -70,17 +70,12 @@ mode_t mode_arg(int flags, va_list ap) {
 // have told librdmacm its dev_t), the same device numbers.
 template <typename Stat>
 void fill_stat(Stat* st) {
-  std::memset(st, 0, sizeof(*st));
   struct stat dev;
   if (stat(kCmPath, &dev) == 0 && S_ISCHR(dev.st_mode)) {
-    st->st_rdev = dev.st_rdev;
-    st->st_mode = dev.st_mode;
+    ibverbs::fill_char_device(st, dev.st_mode, dev.st_rdev);
   } else {
-    st->st_mode = S_IFCHR | 0666;
-    st->st_rdev = makedev(10, 0);
+    ibverbs::fill_char_device(st, S_IFCHR | 0666, makedev(10, 0));
   }
-  st->st_nlink = 1;
-  st->st_blksize = 4096;
 }
 
 }  // namespace

@@ -274,7 +274,8 @@ void Qp::complete_send(const SendWqe& wqe, WcStatus status) {
 }
 
 void Qp::complete_recv(const RecvWr& wr, WcStatus status, WcOpcode opcode, std::uint32_t byte_len,
-                       unsigned flags, std::uint32_t imm, std::uint32_t src_qp, bool solicited) {
+                       unsigned flags, std::uint32_t imm, std::uint32_t src_qp, bool solicited,
+                       std::uint8_t sl) {
   Wc wc;
   wc.wr_id = wr.wr_id;
   wc.status = status;
@@ -284,6 +285,7 @@ void Qp::complete_recv(const RecvWr& wr, WcStatus status, WcOpcode opcode, std::
   wc.imm_data = imm;
   wc.qp_num = qpn_;
   wc.src_qp = src_qp;
+  wc.sl = sl;
   if (!recv_cq_ || !recv_cq_->push(wc, solicited)) lost_completion();
 }
 

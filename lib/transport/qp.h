@@ -180,7 +180,7 @@ class Qp {
   void complete_send(const SendWqe& wqe, WcStatus status);
   void complete_recv(const RecvWr& wr, WcStatus status, WcOpcode opcode, std::uint32_t byte_len,
                      unsigned flags, std::uint32_t imm, std::uint32_t src_qp,
-                     bool solicited = false);
+                     bool solicited = false, std::uint8_t sl = 0);
   void enter_error();
   void lost_completion();
   void flush();

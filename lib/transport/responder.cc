@@ -474,7 +474,8 @@ void Qp::responder_ud(const wire::RocePacket& pkt, Nanos /*now*/) {
   if (pkt.info->has_immediate()) flags |= wc_flags::kWithImm;
   resp_.recv_taken = false;
   complete_recv(resp_.recv, ok ? WcStatus::kSuccess : err, WcOpcode::kRecv, len, flags,
-                pkt.ext.imm_data, pkt.ext.deth.src_qp);
+                pkt.ext.imm_data, pkt.ext.deth.src_qp, false,
+                pkt.ipv6 ? kWcSlRoceV2Ipv6 : kWcSlRoceV2Ipv4);
   if (ok) counters_.inc(Counter::kRdmaRecvs);
 }
 

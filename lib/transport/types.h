@@ -140,6 +140,13 @@ struct RecvWr {
   std::uint32_t num_sge = 0;
 };
 
+/// wc.sl of a UD receive: a RoCE NIC has no service level to report and
+/// gives the received packet's L3 header type instead, as mlx5's CQE does
+/// (roce_l3_header_type: 0 GRH, 1 IPv6, 2 IPv4). UCX's UD transport reads
+/// `sl & 7` this way to find the DGID within the GRH.
+inline constexpr std::uint8_t kWcSlRoceV2Ipv6 = 1;
+inline constexpr std::uint8_t kWcSlRoceV2Ipv4 = 2;
+
 /// A work completion, as ibv_wc carries it.
 struct Wc {
   std::uint64_t wr_id = 0;

@@ -8,14 +8,18 @@
 // Needs root.
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
 #include <poll.h>
 #include <sched.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -769,6 +773,37 @@ TEST_F(VerbsApi, LinkStateIsThePortStateAndAnAsyncEvent) {
   ibv_ack_async_event(&e);
   ASSERT_EQ(ibv_query_port(a_.ctx, 1, &port), 0);
   EXPECT_EQ(port.state, IBV_PORT_ACTIVE);
+}
+
+// Middleware checks a device's node before it takes the device (UCX:
+// stat says S_ISCHR and access(R_OK|W_OK) succeeds); uroce has none in
+// /dev, so the binding answers for the nodes of its devices alone.
+TEST_F(VerbsApi, TheDeviceNodeIsACharacterDeviceToStatAndAccess) {
+  const std::string node = std::string("/dev/infiniband/") + a_.ctx->device->dev_name;
+  EXPECT_EQ(node, "/dev/infiniband/uverbs-uroce0");
+  struct stat st {};
+  ASSERT_EQ(stat(node.c_str(), &st), 0) << std::strerror(errno);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  EXPECT_EQ(major(st.st_rdev), 231u) << "the kernel's uverbs major";
+  st = {};
+  ASSERT_EQ(lstat(node.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  st = {};
+  ASSERT_EQ(fstatat(AT_FDCWD, node.c_str(), &st, 0), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  struct statx stx {};
+  ASSERT_EQ(statx(AT_FDCWD, node.c_str(), 0, STATX_TYPE, &stx), 0);
+  EXPECT_TRUE(S_ISCHR(stx.stx_mode));
+  EXPECT_EQ(access(node.c_str(), R_OK | W_OK), 0);
+  EXPECT_EQ(faccessat(AT_FDCWD, node.c_str(), R_OK | W_OK, 0), 0);
+  EXPECT_EQ(access(node.c_str(), X_OK), -1);
+  EXPECT_EQ(errno, EACCES);
+  // Another name in the directory, and other paths, are the kernel's.
+  EXPECT_EQ(stat("/dev/infiniband/uverbs-uroce7", &st), -1);
+  EXPECT_EQ(errno, ENOENT);
+  EXPECT_EQ(access("/dev/infiniband/uverbs-uroce0x", F_OK), -1);
+  ASSERT_EQ(stat("/dev/null", &st), 0);
+  EXPECT_EQ(major(st.st_rdev), 1u);
 }
 
 TEST_F(VerbsApi, SrqLimitIsAnAsyncEvent) {

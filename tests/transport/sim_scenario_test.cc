@@ -184,6 +184,34 @@ TEST(SimScenario, UdDeliversDatagramsWithAGrhAndDropsWrongQkeys) {
   EXPECT_EQ(qa.counters().get(Counter::kSentPkts), 2u) << "the oversized one is not sent";
 }
 
+// mlx5 reports a RoCE UD receive's L3 header type in wc.sl, and UCX's UD
+// transport finds the DGID within the GRH by it: 2 for IPv4, 1 for IPv6.
+TEST(SimScenario, UdReceiveReportsItsIpVersionInSlAsMlx5Does) {
+  for (const bool ipv6 : {false, true}) {
+    test::SimRoutes routes;
+    routes.ipv6 = ipv6;
+    SimNet net(8, 10'000'000'000, routes);
+    SimHost& a = net.add_host();
+    SimHost& b = net.add_host();
+    Qp& qa = a.create_qp(QpType::kUd);
+    Qp& qb = b.create_qp(QpType::kUd);
+    net.activate_ud(qa, 0x11111111);
+    net.activate_ud(qb, 0x22222222);
+    std::vector<std::uint8_t> msg(16, 1);
+    std::vector<std::uint8_t> rbuf(40 + 64, 0);
+    ASSERT_EQ(qb.post_recv(recv_of(rbuf, b.memory().reg(rbuf.data(), rbuf.size(), kAll), 7)), 0);
+    wire::RoceRoute route = a.route_to(b);
+    SendWr w = send_of(msg, a.memory().reg(msg.data(), msg.size(), kAll), 1);
+    w.ud = {&route, qb.qpn(), 0x22222222};
+    ASSERT_EQ(qa.post_send(w), 0);
+    ASSERT_TRUE(net.run_until([&] { return b.recv_cq().size() >= 1; }, 100'000'000));
+    const Wc r = poll_one(b.recv_cq());
+    EXPECT_EQ(r.status, WcStatus::kSuccess);
+    EXPECT_EQ(r.sl, ipv6 ? 1 : 2) << (ipv6 ? "IPv6" : "IPv4");
+    EXPECT_EQ(rbuf[ipv6 ? 0 : 20] >> 4, ipv6 ? 6 : 4) << "the GRH holds the header sl names";
+  }
+}
+
 TEST(SimScenario, UcDeliversWhatArrivesIntactAndInOrderWithoutAcks) {
   SimNet net(7);
   SimHost& a = net.add_host();
