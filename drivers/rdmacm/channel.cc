@@ -10,8 +10,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "ibverbs/provider.h"
@@ -155,6 +157,20 @@ int Ucma::close(int fd) {
   // held open by the write; here the teardown can win the race, and the
   // late GET_EVENT must find the dead file, not EBADF. The oldest dead
   // descriptors are closed for real.
+  // The same race from the other side: the looping thread has just been
+  // handed an event and is on its way back, through librdmacm, to read the
+  // channel's descriptor, which the teardown frees with the channel once
+  // this close returns. With the kernel the way back takes a system call's
+  // time and wins; here, give a thread that GET_EVENT served (not this
+  // one) a moment to be back inside it, as it would be with the kernel.
+  const pid_t reader = f->last_reader.load(std::memory_order_relaxed);
+  if (reader != 0 && reader != gettid()) {
+    const auto until = std::chrono::steady_clock::now() + kReaderGrace;
+    while (f->gets_begun.load(std::memory_order_acquire) ==
+               f->gets_ended.load(std::memory_order_acquire) &&
+           std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
   std::vector<int> expired;
   {
     std::lock_guard lock(files_mu_);
@@ -186,7 +202,10 @@ ssize_t Ucma::write(int fd, const void* buf, std::size_t len) {
     // command on a closed descriptor fails as on one that is gone.
     rdma_ucm_cmd_hdr hdr;
     if (len >= sizeof(hdr)) std::memcpy(&hdr, buf, sizeof(hdr));
-    if (len >= sizeof(hdr) && hdr.cmd == RDMA_USER_CM_CMD_GET_EVENT) block_forever();
+    if (len >= sizeof(hdr) && hdr.cmd == RDMA_USER_CM_CMD_GET_EVENT) {
+      f->gets_begun.fetch_add(1, std::memory_order_release);
+      block_forever();
+    }
     errno = EBADF;
     return -1;
   }
@@ -201,8 +220,14 @@ ssize_t Ucma::write(int fd, const void* buf, std::size_t len) {
     errno = EINVAL;
     return -1;
   }
+  const bool get = hdr.cmd == RDMA_USER_CM_CMD_GET_EVENT;
+  if (get) f->gets_begun.fetch_add(1, std::memory_order_release);
   const int err =
       command(*f, hdr.cmd, static_cast<const std::uint8_t*>(buf) + sizeof(hdr), hdr.in, hdr.out);
+  if (get) {
+    f->last_reader.store(gettid(), std::memory_order_relaxed);
+    f->gets_ended.fetch_add(1, std::memory_order_release);
+  }
   if (err != 0) {
     errno = err;
     return -1;

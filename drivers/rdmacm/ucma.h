@@ -26,9 +26,11 @@
 // abi.cc (the UAPI structs), interpose.cc (libc).
 
 #include <rdma/rdma_user_cm.h>
+#include <sys/types.h>
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -89,6 +91,12 @@ class Ucma final : private verbs::Gsi::Observer {
     std::uint32_t channel = 0;
     std::uint64_t signaled = 0;  ///< the eventfd's count: events waiting, as last told
     std::atomic<bool> closed{false};
+    /// GET_EVENTs begun and ended, and the thread the last one served:
+    /// close() uses them to let a looping event thread get back into
+    /// GET_EVENT first (see close).
+    std::atomic<std::uint64_t> gets_begun{0};
+    std::atomic<std::uint64_t> gets_ended{0};
+    std::atomic<pid_t> last_reader{0};
   };
   struct Ctx {
     std::uint32_t handle = 0;  ///< ucma's id, the program's handle
@@ -163,6 +171,8 @@ class Ucma final : private verbs::Gsi::Observer {
   std::deque<int> dead_;  ///< closed descriptors lingering, oldest first
   std::uint32_t next_channel_ = 1;
   static constexpr std::size_t kLingering = 32;
+  /// How long close() waits for an event thread to be back in GET_EVENT.
+  static constexpr std::chrono::milliseconds kReaderGrace{100};
 
   // Under the CM lock.
   std::unordered_map<std::uint32_t, Ctx> ctxs_;              ///< by handle
