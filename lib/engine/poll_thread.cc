@@ -46,7 +46,7 @@ void PollThread::drive() {
     empty_since = 0;
   } else if (empty_since == 0) {
     empty_since = now;
-  } else if (now - empty_since > kSpinBeforeYieldNs) {
+  } else if (now - empty_since > (engine_.port().shared() ? 0 : kSpinBeforeYieldNs)) {
     std::this_thread::yield();
   }
 }
