@@ -114,6 +114,10 @@ struct Config {
   FaultSettings fault;
   PfcSettings pfc;
   DcqcnSettings dcqcn;
+  /// The device daemon's socket ([daemon] socket): uroced listens on it,
+  /// and a program whose configuration names no device of its own attaches
+  /// to the devices of the daemon there.
+  std::string daemon_socket = "/run/uroce/uroced.sock";
 };
 
 /// The result of loading: a configuration, or an error that names the key.

@@ -79,7 +79,7 @@ void apply_env(toml::table& root, const std::vector<std::string>& env,
       origin["log.level"] = name;
       continue;
     }
-    for (const std::string table : {"EAL", "LOG", "FAULT", "PFC", "DCQCN"}) {
+    for (const std::string table : {"EAL", "LOG", "FAULT", "PFC", "DCQCN", "DAEMON"}) {
       const std::string prefix = "UROCE_" + table + "_";
       if (name.rfind(prefix, 0) != 0) continue;
       const std::string key = lower(name.substr(prefix.size()));
@@ -288,9 +288,17 @@ DcqcnSettings read_dcqcn(const TomlReader& t) {
   return d;
 }
 
+void read_daemon(const TomlReader& t, Config* c) {
+  t.only({"socket"});
+  c->daemon_socket = t.string("socket").value_or(c->daemon_socket);
+  if (c->daemon_socket.empty() || c->daemon_socket[0] != '/')
+    t.fail("socket", "must be an absolute path");
+  if (c->daemon_socket.size() >= 108) t.fail("socket", "is longer than a socket path can be");
+}
+
 // Tables in this order: a later one may depend on an earlier one.
 Config build(const TomlReader& root) {
-  root.only({"device", "eal", "log", "fault", "pfc", "dcqcn"});
+  root.only({"device", "eal", "log", "fault", "pfc", "dcqcn", "daemon"});
   Config c;
   c.devices = read_devices(root);
   if (const auto t = root.table("eal")) read_eal(*t, &c);
@@ -298,6 +306,7 @@ Config build(const TomlReader& root) {
   if (const auto t = root.table("fault")) c.fault = read_fault(*t);
   if (const auto t = root.table("pfc")) c.pfc = read_pfc(*t, c.fault);
   if (const auto t = root.table("dcqcn")) c.dcqcn = read_dcqcn(*t);
+  if (const auto t = root.table("daemon")) read_daemon(*t, &c);
   return c;
 }
 
