@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#pragma once
+
+// The control channel between the device daemon (uroced) and a program:
+// a Unix SOCK_SEQPACKET socket, one request and one reply at a time, each
+// a message of a few words and a text, a file descriptor riding along
+// (SCM_RIGHTS) where one is handed over. The kernel tells the daemon who
+// is on the other end (SO_PEERCRED), and tells each side when the other
+// is gone, SIGKILL included: the socket hangs up.
+//
+//   program                      daemon
+//   kList                   ->   kDevices  text: the devices as [[device]] TOML
+//   kAttach  text: device   ->   kAttached text: "mac=..;mtu=..;speed=..", fd: the rings
+//   kAllocQpn               ->   kQpn      value: a QPN unique on the host
+//   kFreeQpn value: QPN     ->   kDone
+//   any                     ->   kError    value: errno, text: why
+//
+// A connection that attached is the program's hold on the device: when it
+// closes, the daemon drops the program's rings and QPNs.
+
+#include <cstdint>
+#include <string>
+
+namespace uroce::daemon {
+
+inline constexpr std::uint32_t kProtocolVersion = 1;
+/// Longest text of a message.
+inline constexpr std::size_t kMaxText = 16384;
+
+enum class Op : std::uint32_t {
+  kList = 1,
+  kDevices,
+  kAttach,
+  kAttached,
+  kAllocQpn,
+  kQpn,
+  kFreeQpn,
+  kDone,
+  kError,
+};
+
+struct Message {
+  Op op = Op::kError;
+  std::uint32_t value = 0;
+  std::string text;
+  int fd = -1;  ///< a descriptor handed over: the receiver owns it
+};
+
+/// Sends `m` (its fd, when >= 0, along with it). False with errno set.
+bool send_message(int sock, const Message& m);
+/// Receives one message: 1, 0 when the peer has closed, -1 with errno
+/// (EAGAIN on a non-blocking socket with nothing to read; EPROTO for a
+/// message of another version or a malformed one, whose descriptor, if
+/// any, is closed).
+int recv_message(int sock, Message* m);
+/// A request and its reply, on a blocking socket. False with errno set
+/// when the daemon cannot be reached or hangs up; a kError reply is a
+/// reply (true).
+bool call(int sock, const Message& request, Message* reply);
+
+/// Connects to the daemon's socket; -1 with errno when nobody listens.
+int connect_daemon(const std::string& path);
+
+/// "mac=02:..;mtu=1500;speed=10000" and back.
+struct PortInfo {
+  std::uint8_t mac[6] = {};
+  std::uint32_t mtu = 0;
+  std::uint32_t speed_mbps = 0;
+};
+std::string format_port_info(const PortInfo& p);
+bool parse_port_info(const std::string& text, PortInfo* out);
+
+}  // namespace uroce::daemon
