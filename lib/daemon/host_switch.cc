@@ -70,11 +70,15 @@ void HostSwitch::detach(Program* p) {
     for (std::uint32_t q : p->qpns_) qpns_.erase(q);
     const auto it = std::find_if(programs_.begin(), programs_.end(),
                                  [p](const auto& owned) { return owned.get() == p; });
-    if (it != programs_.end()) programs_.erase(it);
+    if (it == programs_.end()) return;
+    std::size_t i = 0;
+    p->counters_.for_each([&](std::string_view, std::uint64_t v) { retired_[i++] += v; });
+    programs_.erase(it);
   });
 }
 
 std::uint32_t HostSwitch::alloc_qpn(Program& p) {
+  std::lock_guard lock(mu_);
   if (p.qpns_.size() >= verbs::kMaxQp) return 0;
   return engine_->locked([&] {
     for (;;) {
@@ -88,6 +92,7 @@ std::uint32_t HostSwitch::alloc_qpn(Program& p) {
 }
 
 bool HostSwitch::free_qpn(Program& p, std::uint32_t qpn) {
+  std::lock_guard lock(mu_);
   return engine_->locked([&] {
     const auto it = qpns_.find(qpn);
     if (it == qpns_.end() || it->second != &p) return false;
@@ -233,11 +238,19 @@ void HostSwitch::for_each_counter(const CounterFn& fn) {
   engine_->pfc_counters().for_each(
       [&](const std::string& name, std::uint64_t v) { fn("pfc", name, v); });
   std::lock_guard lock(mu_);
+  std::array<std::uint64_t, ProgramCounters::kSize> total = retired_;
   for (const auto& p : programs_) {
     const std::string scope = "process:" + std::to_string(p->pid());
     fn(scope, "qps", p->qp_count());
-    p->counters().for_each([&](std::string_view name, std::uint64_t v) { fn(scope, name, v); });
+    std::size_t i = 0;
+    p->counters().for_each([&](std::string_view name, std::uint64_t v) {
+      fn(scope, name, v);
+      total[i++] += v;
+    });
   }
+  fn("programs", "attached", programs_.size());
+  for (std::size_t i = 0; i < total.size(); ++i)
+    fn("programs", name(static_cast<ProgramCounter>(i)), total[i]);
 }
 
 }  // namespace uroce::daemon

@@ -17,6 +17,7 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -84,8 +85,9 @@ class HostSwitch final : private engine::Forwarder {
   bool free_qpn(Program& p, std::uint32_t qpn);
   const std::vector<std::unique_ptr<Program>>& programs() const { return programs_; }
 
-  /// The device's counters (its engine's) and each program's, as
-  /// (scope, name, value): "engine", "drop", "pfc", "process:<pid>".
+  /// The device's counters (its engine's), each attached program's, and
+  /// their sum over every program the device has had, as (scope, name,
+  /// value): "engine", "drop", "pfc", "process:<pid>", "programs".
   using CounterFn =
       std::function<void(std::string_view scope, std::string_view name, std::uint64_t value)>;
   void for_each_counter(const CounterFn& fn);
@@ -110,7 +112,9 @@ class HostSwitch final : private engine::Forwarder {
   std::vector<std::unique_ptr<Program>> programs_;
   std::unordered_map<std::uint32_t, Program*> qpns_;  ///< the host's QPN space
   std::size_t rr_ = 0;                                ///< whose ring is read first
-  mutable std::mutex mu_;  ///< programs_ changing, against for_each_counter
+  mutable std::mutex mu_;  ///< programs_ and retired_ changing, against for_each_counter
+  /// The counters of the programs that detached, summed.
+  std::array<std::uint64_t, ProgramCounters::kSize> retired_{};
 };
 
 }  // namespace uroce::daemon
