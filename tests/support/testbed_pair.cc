@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <thread>
 #include <utility>
 
@@ -28,8 +29,7 @@ bool TestbedPair::up() {
 
 void TestbedPair::down() { sh(testbed_script() + " down " + prefix_); }
 
-std::string TestbedPair::over_uroce(char host, const std::string& program,
-                                    const std::string& env) const {
+std::string TestbedPair::program_env(char host, const std::string& env) const {
   const std::string h(1, host);
   std::string vars;
   if (const char* p = std::getenv("UROCE_TEST_PRELOAD"); p && *p)
@@ -40,10 +40,51 @@ std::string TestbedPair::over_uroce(char host, const std::string& program,
   }
   if (options_.stats_file) vars += " UROCE_STATS_FILE=" + stats_path(host);
   if (!env.empty()) vars += " " + env;
+  return vars;
+}
+
+std::string TestbedPair::over_uroce(char host, const std::string& program,
+                                    const std::string& env) const {
   std::string ip = host == 'a' ? "10.77.0.1/24" : "10.77.0.2/24";
   if (options_.ipv6) ip += host == 'a' ? ",fd77::1/64" : ",fd77::2/64";
-  return "ip netns exec " + ns(host) + " env" + vars + " " + std::string(UROCE_BIN_DIR) +
-         "/uroce-run --port net_af_packet0,iface=rdma --ip " + ip + " -- " + program;
+  return "ip netns exec " + ns(host) + " env" + program_env(host, env) + " " +
+         std::string(UROCE_BIN_DIR) + "/uroce-run --port net_af_packet0,iface=rdma --ip " + ip +
+         " -- " + program;
+}
+
+std::string TestbedPair::daemon_socket(char host) const {
+  return dir() + "/" + std::string(1, host) + ".sock";
+}
+
+std::unique_ptr<Child> TestbedPair::start_daemon(char host) const {
+  const std::string h(1, host);
+  const std::string config = dir() + "/uroced-" + h + ".toml";
+  std::string ip = host == 'a' ? "\"10.77.0.1/24\"" : "\"10.77.0.2/24\"";
+  if (options_.ipv6) ip += host == 'a' ? ", \"fd77::1/64\"" : ", \"fd77::2/64\"";
+  {
+    std::ofstream f(config);
+    f << "[[device]]\nname = \"uroce0\"\nport = \"net_af_packet0,iface=rdma\"\nip = [" << ip
+      << "]\n[daemon]\nsocket = \"" << daemon_socket(host) << "\"\n";
+  }
+  // A daemon started again must not be taken for up by its predecessor's log.
+  sh("mkdir -p " + dir() + "/" + h + "d; rm -f " + dir() + "/uroced-" + h + ".log");
+  auto d = std::make_unique<Child>("ip netns exec " + ns(host) + " env UROCE_STATS_DIR=" + dir() +
+                                       "/" + h + "d " + std::string(UROCE_BIN_DIR) +
+                                       "/uroced --config " + config,
+                                   dir() + "/uroced-" + h + ".log");
+  const auto end = std::chrono::steady_clock::now() + 20s;
+  while (slurp(dir() + "/uroced-" + h + ".log").find("listening on") == std::string::npos) {
+    if (std::chrono::steady_clock::now() > end) return nullptr;
+    std::this_thread::sleep_for(20ms);
+  }
+  return d;
+}
+
+std::string TestbedPair::attached(char host, const std::string& program,
+                                  const std::string& env) const {
+  return "ip netns exec " + ns(host) + " env" + program_env(host, env) +
+         " UROCE_DAEMON_SOCKET=" + daemon_socket(host) + " " + std::string(UROCE_BIN_DIR) +
+         "/uroce-run -- " + program;
 }
 
 bool TestbedPair::tcp_listening(char host, unsigned port) const {

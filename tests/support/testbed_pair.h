@@ -60,6 +60,18 @@ class TestbedPair {
   /// off: the programs do not free everything they allocate, which is not
   /// the binding's to answer for.
   std::string over_uroce(char host, const std::string& program, const std::string& env = "") const;
+  /// The variables every program gets (the ASan preload, stats, `env`).
+  std::string program_env(char host, const std::string& env) const;
+
+  /// The device daemon of `host` (uroced on the "rdma" link with the
+  /// host's addresses, its socket <dir>/<host>.sock, its stats endpoint
+  /// in <dir>/<host>d/), started and listening; null if it did not come up
+  /// (its log is <dir>/uroced-<host>.log).
+  std::unique_ptr<Child> start_daemon(char host) const;
+  std::string daemon_socket(char host) const;
+  /// A shell command running `program` on `host` attached to the host's
+  /// daemon (uroce-run with no port), `env` set for it.
+  std::string attached(char host, const std::string& program, const std::string& env = "") const;
 
   /// Whether a TCP socket listens on `port` in `host`'s namespace.
   bool tcp_listening(char host, unsigned port) const;
