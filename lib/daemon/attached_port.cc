@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "daemon/protocol.h"
@@ -72,6 +73,20 @@ void AttachedPort::free_qpn(std::uint32_t qpn) {
   req.value = qpn;
   Message reply;
   call(sock_, req, &reply);  // a daemon gone has freed it already
+}
+
+void AttachedPort::set_cm_services(const std::vector<std::uint64_t>& service_ids) {
+  std::lock_guard lock(call_mu_);
+  Message req;
+  req.op = Op::kCmServices;
+  char hex[24];
+  for (std::uint64_t sid : service_ids) {
+    std::snprintf(hex, sizeof(hex), "%s%llx", req.text.empty() ? "" : ",",
+                  static_cast<unsigned long long>(sid));
+    req.text += hex;
+  }
+  Message reply;
+  call(sock_, req, &reply);
 }
 
 bool AttachedPort::failed() const {

@@ -49,6 +49,7 @@ class AttachedPort final : public port::Port {
   void free_qpn(std::uint32_t qpn) override;
   /// Whether the daemon hung up.
   bool failed() const override;
+  void set_cm_services(const std::vector<std::uint64_t>& service_ids) override;
 
  private:
   AttachedPort(int sock, std::unique_ptr<port::RingPort> ring) : sock_(sock), ring_(std::move(ring)) {}

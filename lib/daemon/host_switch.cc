@@ -6,6 +6,11 @@
 #include <algorithm>
 #include <cstring>
 
+#include <optional>
+#include <type_traits>
+#include <variant>
+
+#include "cm/mad.h"
 #include "log/log.h"
 #include "transport/random.h"
 #include "verbs/limits.h"
@@ -13,6 +18,7 @@
 #include "wire/classify.h"
 #include "wire/ib_headers.h"
 #include "wire/opcode.h"
+#include "wire/roce_parser.h"
 #include "wire/udp.h"
 
 namespace uroce::daemon {
@@ -25,6 +31,17 @@ constexpr std::uint32_t kTxBudget = 32;
 static_assert(kTxBudget <= port::kMaxTxBurst);
 
 constexpr std::uint32_t kGsiQpn = 1;
+
+// Comm IDs remembered per program, at most (each connection has one).
+constexpr std::size_t kMaxCommIds = 65536;
+
+// A frame to a peer's QP 1 (a management datagram).
+bool is_to_gsi(wire::ConstBytes f) {
+  const wire::FrameClass c = wire::classify(f);
+  const std::size_t bth = c.l4_offset() + wire::UdpHdr::kSize;
+  return c.ip() && c.l4_proto == wire::ip_proto::kUdp && f.size() >= bth + wire::kBthSize &&
+         wire::load_be24(f.data() + bth + 5) == kGsiQpn;
+}
 
 // A RoCEv2 frame (UDP to port 4791), as a group's datagrams are; the
 // host stack's solicitations go to multicast MACs too.
@@ -71,6 +88,7 @@ void HostSwitch::detach(Program* p) {
     const auto it = std::find_if(programs_.begin(), programs_.end(),
                                  [p](const auto& owned) { return owned.get() == p; });
     if (it == programs_.end()) return;
+    forget_cm(*p);
     std::size_t i = 0;
     p->counters_.for_each([&](std::string_view, std::uint64_t v) { retired_[i++] += v; });
     programs_.erase(it);
@@ -119,12 +137,123 @@ void HostSwitch::deliver(Program& p, wire::ConstBytes frame) {
   }
 }
 
+void HostSwitch::set_cm_services(Program& p, const std::vector<std::uint64_t>& service_ids) {
+  engine_->locked([&] {
+    for (std::uint64_t sid : p.cm_services_) {
+      const auto it = cm_services_.find(sid);
+      if (it != cm_services_.end() && it->second == &p) cm_services_.erase(it);
+    }
+    p.cm_services_ = service_ids;
+    p.cm_ = true;
+    for (std::uint64_t sid : service_ids) cm_services_.emplace(sid, &p);
+  });
+}
+
+void HostSwitch::forget_cm(Program& p) {
+  for (std::uint64_t sid : p.cm_services_) {
+    const auto it = cm_services_.find(sid);
+    if (it != cm_services_.end() && it->second == &p) cm_services_.erase(it);
+  }
+  for (std::uint32_t id : p.comm_ids_) {
+    const auto it = comm_ids_.find(id);
+    if (it != comm_ids_.end() && it->second == &p) comm_ids_.erase(it);
+  }
+  p.comm_ids_.clear();
+}
+
+namespace {
+
+// The MAD a frame to QP 1 carries, decoded; false for anything else.
+bool mad_of(wire::ConstBytes frame, cm::Mad& mad) {
+  wire::RocePacket pkt;
+  if (wire::parse_roce_frame(frame, pkt) != wire::DropReason::kNone) return false;
+  cm::MadError err;
+  return cm::decode(pkt.payload, mad, err);
+}
+
+}  // namespace
+
+void HostSwitch::learn_mad(Program& p, wire::ConstBytes frame) {
+  cm::Mad mad;
+  if (!mad_of(frame, mad)) return;
+  p.cm_ = true;
+  const std::uint32_t id = std::visit(
+      [](const auto& m) -> std::uint32_t {
+        using M = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<M, cm::SidrReqMsg>) {
+          return m.request_id;
+        } else if constexpr (std::is_same_v<M, cm::SidrRepMsg>) {
+          return 0;  // the requester's ID, not ours
+        } else {
+          return m.local_comm_id;
+        }
+      },
+      mad.msg);
+  if (id == 0) return;
+  // Comm IDs are random and 32 bits wide: one taken by another program of
+  // the host is as likely as a collision on one host's kernel CM.
+  if (comm_ids_.emplace(id, &p).second) {
+    // A program's table is bounded: past it, the oldest entries go (their
+    // connections have long ended, or their MADs reach every program).
+    if (p.comm_ids_.size() >= kMaxCommIds) {
+      const std::uint32_t old = p.comm_ids_.front();
+      p.comm_ids_.erase(p.comm_ids_.begin());
+      if (const auto it = comm_ids_.find(old); it != comm_ids_.end() && it->second == &p)
+        comm_ids_.erase(it);
+    }
+    p.comm_ids_.push_back(id);
+  }
+}
+
+void HostSwitch::forward_mad(wire::ConstBytes frame) {
+  cm::Mad mad;
+  Program* to = nullptr;
+  bool request = false;
+  if (mad_of(frame, mad)) {
+    std::visit(
+        [&](const auto& m) {
+          using M = std::decay_t<decltype(m)>;
+          std::optional<std::uint32_t> owner;
+          if constexpr (std::is_same_v<M, cm::ReqMsg> || std::is_same_v<M, cm::SidrReqMsg>) {
+            request = true;
+            if (const auto it = cm_services_.find(m.service_id); it != cm_services_.end())
+              to = it->second;
+          } else if constexpr (std::is_same_v<M, cm::SidrRepMsg>) {
+            owner = m.request_id;
+          } else {
+            owner = m.remote_comm_id;
+          }
+          if (owner) {
+            if (const auto it = comm_ids_.find(*owner); it != comm_ids_.end()) to = it->second;
+          }
+        },
+        mad.msg);
+  }
+  if (to) {
+    deliver(*to, frame);
+    return;
+  }
+  if (request) {
+    // Nobody listens: one connection manager of the host answers, with
+    // the REJ (or SIDR_REP) for an unknown ServiceID the kernel's gives.
+    for (const auto& p : programs_) {
+      if (p->cm_) {
+        deliver(*p, frame);
+        return;
+      }
+    }
+    return;
+  }
+  // A MAD whose connection no program claims (or that does not decode):
+  // every CM hears it and keeps what is its own, or counts it.
+  for (const auto& p : programs_)
+    if (p->cm_) deliver(*p, frame);
+}
+
 bool HostSwitch::forward_roce(std::uint32_t dest_qp, wire::ConstBytes frame) {
   if (dest_qp == kGsiQpn) {
-    // Management datagrams: every program's QP 1 hears them, and its
-    // connection manager keeps what names its own connections.
-    for (const auto& p : programs_) deliver(*p, frame);
-    return !programs_.empty();
+    forward_mad(frame);
+    return true;
   }
   const auto it = qpns_.find(dest_qp);
   if (it == qpns_.end()) return false;
@@ -220,6 +349,7 @@ std::uint32_t HostSwitch::pull(engine::Nanos) {
           if (other.get() != &p) deliver(*other, copy);
       }
       f.l2_len = static_cast<std::uint8_t>(wire::classify(copy).l2_len);
+      if (is_to_gsi(copy)) learn_mad(p, copy);
       ++m;
     }
     p.from_.pop(i);

@@ -58,6 +58,9 @@ class Program {
   port::RingConsumer from_;  ///< what it sends
   port::RingProducer to_;    ///< what it receives
   std::vector<std::uint32_t> qpns_;
+  std::vector<std::uint64_t> cm_services_;  ///< what its CM listens on
+  std::vector<std::uint32_t> comm_ids_;     ///< its CM's local comm IDs (and SIDR request IDs)
+  bool cm_ = false;                         ///< its CM has spoken or listened
   ProgramCounters counters_;
 };
 
@@ -83,6 +86,10 @@ class HostSwitch final : private engine::Forwarder {
   std::uint32_t alloc_qpn(Program& p);
   /// False when the QPN is not the program's.
   bool free_qpn(Program& p, std::uint32_t qpn);
+  /// The ServiceIDs the program's connection manager listens on now: REQs
+  /// and SIDR_REQs for them go to it (to the first program that listens,
+  /// when several do).
+  void set_cm_services(Program& p, const std::vector<std::uint64_t>& service_ids);
   const std::vector<std::unique_ptr<Program>>& programs() const { return programs_; }
 
   /// The device's counters (its engine's), each attached program's, and
@@ -103,6 +110,12 @@ class HostSwitch final : private engine::Forwarder {
   ProgramCounter check(const Program& p, wire::ConstBytes frame) const;
   bool is_local(const wire::IpAddr& ip) const;
   bool owns(const Program& p, std::uint32_t qpn) const;
+  /// A management datagram to QP 1: to the program whose connection it
+  /// names, or that listens on the ServiceID a request asks for.
+  void forward_mad(wire::ConstBytes frame);
+  /// Learns which program a MAD it sends speaks for (its comm ID).
+  void learn_mad(Program& p, wire::ConstBytes frame);
+  void forget_cm(Program& p);
 
   const DeviceConfig cfg_;
   port::Port& port_;
@@ -111,6 +124,10 @@ class HostSwitch final : private engine::Forwarder {
   std::unique_ptr<engine::Engine> engine_;
   std::vector<std::unique_ptr<Program>> programs_;
   std::unordered_map<std::uint32_t, Program*> qpns_;  ///< the host's QPN space
+  /// The host's connection manager, spread over the programs': who owns
+  /// each comm ID and who listens on each ServiceID.
+  std::unordered_map<std::uint32_t, Program*> comm_ids_;
+  std::unordered_map<std::uint64_t, Program*> cm_services_;
   std::size_t rr_ = 0;                                ///< whose ring is read first
   mutable std::mutex mu_;  ///< programs_ and retired_ changing, against for_each_counter
   /// The counters of the programs that detached, summed.

@@ -10,9 +10,12 @@
 //
 //   program                      daemon
 //   kList                   ->   kDevices  text: the devices as [[device]] TOML
-//   kAttach  text: device   ->   kAttached text: "mac=..;mtu=..;speed=..", fd: the rings
+//   kPortInfo text: device  ->   kPort     text: "mac=..;mtu=..;speed=.."
+//   kAttach  text: device   ->   kAttached text: the same, fd: the rings
 //   kAllocQpn               ->   kQpn      value: a QPN unique on the host
 //   kFreeQpn value: QPN     ->   kDone
+//   kCmServices text: ServiceIDs in hex, comma-separated, what the
+//            program's CM listens on now  ->   kDone
 //   any                     ->   kError    value: errno, text: why
 //
 // A connection that attached is the program's hold on the device: when it
@@ -37,6 +40,9 @@ enum class Op : std::uint32_t {
   kFreeQpn,
   kDone,
   kError,
+  kPortInfo,
+  kPort,
+  kCmServices,
 };
 
 struct Message {

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -244,6 +245,10 @@ bool Server::serve(Conn& c) {
   switch (m.op) {
     case Op::kList:
       return reply(Op::kDevices, 0, devices_toml());
+    case Op::kPortInfo:
+      for (Device& d : devices_)
+        if (d.cfg.name == m.text) return reply(Op::kPort, 0, format_port_info(port_info(d)));
+      return reply(Op::kError, ENODEV, "no device " + m.text);
     case Op::kAttach: {
       if (c.program) return reply(Op::kError, EBUSY, "this connection is attached already");
       for (Device& d : devices_) {
@@ -253,13 +258,8 @@ bool Server::serve(Conn& c) {
         if (!p) return reply(Op::kError, ENOMEM, err);
         c.sw = d.sw.get();
         c.program = p;
-        PortInfo info;
-        const wire::MacAddr mac = d.port->mac();
-        std::memcpy(info.mac, mac.bytes.data(), 6);
-        info.mtu = d.port->mtu();
-        info.speed_mbps = d.port->speed_mbps();
         log::get().info("{}: pid {} attached", d.cfg.name, c.pid);
-        return reply(Op::kAttached, 0, format_port_info(info), p->rings().fd());
+        return reply(Op::kAttached, 0, format_port_info(port_info(d)), p->rings().fd());
       }
       return reply(Op::kError, ENODEV, "no device " + m.text);
     }
@@ -269,6 +269,20 @@ bool Server::serve(Conn& c) {
       if (q == 0) return reply(Op::kError, ENOMEM, "no QPN left for this program");
       return reply(Op::kQpn, q);
     }
+    case Op::kCmServices: {
+      if (!c.program) return reply(Op::kError, EINVAL, "not attached");
+      std::vector<std::uint64_t> sids;
+      const char* p = m.text.c_str();
+      while (*p) {
+        char* end = nullptr;
+        sids.push_back(std::strtoull(p, &end, 16));
+        if (end == p || (*end != ',' && *end != '\0'))
+          return reply(Op::kError, EINVAL, "not a list of ServiceIDs");
+        p = *end == ',' ? end + 1 : end;
+      }
+      c.sw->set_cm_services(*c.program, sids);
+      return reply(Op::kDone, 0);
+    }
     case Op::kFreeQpn:
       if (!c.program || !c.sw->free_qpn(*c.program, m.value))
         return reply(Op::kError, EINVAL, "not a QPN of this program");
@@ -276,6 +290,15 @@ bool Server::serve(Conn& c) {
     default:
       return reply(Op::kError, EINVAL, "not a request");
   }
+}
+
+PortInfo Server::port_info(const Device& d) {
+  PortInfo info;
+  const wire::MacAddr mac = d.port->mac();
+  std::memcpy(info.mac, mac.bytes.data(), 6);
+  info.mtu = d.port->mtu();
+  info.speed_mbps = d.port->speed_mbps();
+  return info;
 }
 
 void Server::close_conn(Conn& c) {

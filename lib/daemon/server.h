@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "daemon/host_switch.h"
+#include "daemon/protocol.h"
 #include "port/port.h"
 #include "uroce/config.h"
 
@@ -63,6 +64,7 @@ class Server {
   /// Answers what `c` asks; false when the connection is to close.
   bool serve(Conn& c);
   void close_conn(Conn& c);
+  static PortInfo port_info(const Device& d);
 
   std::string path_;
   int listen_fd_ = -1;

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <vector>
 
 #include "wire/bytes.h"
 #include "wire/ethernet.h"
@@ -93,6 +94,13 @@ class Port {
   /// Whether the port is lost for good (its daemon exited): the device is
   /// then in error, as after a NIC's fatal error.
   virtual bool failed() const { return false; }
+  /// The ServiceIDs the program's connection manager listens on, for the
+  /// daemon of a shared port: it hands each connection request to the
+  /// program that listens on its ServiceID (as the kernel's one CM does
+  /// for every process of a host).
+  virtual void set_cm_services(const std::vector<std::uint64_t>& service_ids) {
+    (void)service_ids;
+  }
 };
 
 }  // namespace uroce::port

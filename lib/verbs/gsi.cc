@@ -140,8 +140,16 @@ void Gsi::end_turn(std::unique_lock<std::mutex>& lock) {
   if (observer_) observer_->cm_changed(cma_);
   next_deadline_.store(cma_.next_deadline(), std::memory_order_relaxed);
   listeners_.store(cma_.listening(), std::memory_order_relaxed);
+  // On a shared device the daemon routes connection requests by the
+  // ServiceIDs we listen on: tell it when they change (a listen or the
+  // end of one, which happen in program threads, never the engine's).
+  std::vector<std::uint64_t> services;
+  const bool tell = engine_.port().shared() &&
+                    (services = cma_.listening_services()) != told_services_;
+  if (tell) told_services_ = services;
   cv_.notify_all();
   lock.unlock();
+  if (tell) engine_.port().set_cm_services(services);
   bool posted;
   {
     std::lock_guard send(send_mu_);

@@ -234,6 +234,7 @@ class Gsi final : private cm::MadSender, private transport::CqNotifier {
   bool stopping_ = false;
   std::atomic<cm::Nanos> next_deadline_{0};
   std::atomic<std::uint64_t> listeners_{0};
+  std::vector<std::uint64_t> told_services_;  ///< what the daemon knows we listen on
 
   std::mutex send_mu_;  ///< the send lock: the queue and QP 1's send side
   std::deque<cm::OutMad> outbox_;

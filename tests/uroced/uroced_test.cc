@@ -232,5 +232,38 @@ TEST_F(Uroced, ADaemonThatDiesFailsItsProgramsAndANewOneServes) {
   EXPECT_EQ(server2.wait(20s), 0) << server2.output();
 }
 
+TEST_F(Uroced, TwoConnectionManagersOfOneHostEachGetTheirOwnConnections) {
+  // rping and ucmatose listen on host b through one device: each
+  // connection request must reach the program that listens on its port,
+  // and a request for a port nobody listens on is rejected at once.
+  Child ucma_server(attached('b', "ucmatose -b 10.77.0.2 -c 2"), dir() + "/ucma-server.log");
+  Child rping_server(attached('b', "rping -s -a 10.77.0.2 -p 7000 -C 10 -V"),
+                     dir() + "/rping-server.log");
+  const auto end = std::chrono::steady_clock::now() + 20s;
+  while (daemon_counters('b')["programs.attached"] < 2 && std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(100ms);
+  std::this_thread::sleep_for(500ms);  // both listening
+  Child rping(attached('a', "rping -c -a 10.77.0.2 -p 7000 -C 10 -V"), dir() + "/rping.log");
+  EXPECT_EQ(rping.wait(60s), 0) << rping.output() << "\nserver:\n" << rping_server.output();
+  Child ucma(attached('a', "ucmatose -s 10.77.0.2 -c 2"), dir() + "/ucma.log");
+  EXPECT_EQ(ucma.wait(60s), 0) << ucma.output() << "\nserver:\n" << ucma_server.output();
+  EXPECT_NE(ucma.output().find("test complete"), std::string::npos) << ucma.output();
+  EXPECT_EQ(rping_server.wait(20s), 0) << rping_server.output();
+  EXPECT_EQ(ucma_server.wait(20s), 0) << ucma_server.output();
+
+  // Nobody listens on 7999; a CM of the host answers for it.
+  Child listener(attached('b', "rping -s -a 10.77.0.2 -p 7001 -C 1"), dir() + "/keep.log");
+  std::this_thread::sleep_for(1s);
+  const auto start = std::chrono::steady_clock::now();
+  Child nobody(attached('a', "rping -c -a 10.77.0.2 -p 7999 -C 1"), dir() + "/nobody.log");
+  EXPECT_NE(nobody.wait(30s), 0) << nobody.output();
+  // At once: the REQ would be resent after 6 s.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s) << nobody.output();
+  EXPECT_NE(nobody.output().find("RDMA_CM_EVENT_REJECTED, error 8"), std::string::npos)
+      << nobody.output();
+  listener.interrupt();
+  listener.wait(10s);
+}
+
 }  // namespace
 }  // namespace uroce
