@@ -30,9 +30,9 @@ namespace {
 // waits for the nap to end), then longer, so that an idle daemon leaves
 // the cores to the programs.
 constexpr engine::Nanos kYieldForNs = 5'000'000;
-constexpr engine::Nanos kNapForNs = 500'000'000;
+constexpr engine::Nanos kNapForNs = 1'000'000'000;
 constexpr auto kNap = std::chrono::microseconds(20);
-constexpr auto kSleep = std::chrono::microseconds(200);
+constexpr auto kSleep = std::chrono::milliseconds(1);
 // How often a busy loop looks at the control socket.
 constexpr engine::Nanos kControlEveryNs = 1'000'000;
 
