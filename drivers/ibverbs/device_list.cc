@@ -77,12 +77,14 @@ std::uint64_t guid_before_open(const DeviceConfig& dc) {
   return g;
 }
 
-// At exit, stop the poll threads and close the ports before the
-// process's static objects (the logger among them) go away.
+// At exit, stop the poll threads before the process's static objects
+// (the logger among them) go away, and write the counters out. The
+// devices themselves stay: the thread calling exit() need not be the
+// program's last (Device::end_of_process); the kernel closes the ports.
 void close_all() {
   for (UDevice* u : devices()) {
     std::lock_guard lock(u->mu);
-    u->dev.reset();
+    if (u->dev) u->dev->end_of_process();
   }
 }
 

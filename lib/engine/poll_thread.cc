@@ -27,9 +27,11 @@ void PollThread::maybe_housekeep(Nanos now) {
   housekeeping_();
 }
 
-PollThread::~PollThread() {
+PollThread::~PollThread() { stop(); }
+
+void PollThread::stop() {
   stop_.store(true, std::memory_order_relaxed);
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 void PollThread::drive() {

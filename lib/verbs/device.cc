@@ -134,8 +134,28 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c,
   return d;
 }
 
+void Device::end_of_process() {
+  if (Gsi* g = gsi_.load(std::memory_order_acquire)) g->drain();
+  poller_->stop();
+  write_stats_file();
+}
+
 Device::~Device() {
+  write_stats_file();
+  // The poll thread first (it runs the CM's timers), then QP 1, then the
+  // engine under it.
+  poller_.reset();
+  gsi_.store(nullptr, std::memory_order_release);
+  gsi_owner_.reset();
+  engine_.reset();
+  port_.reset();
+}
+
+void Device::write_stats_file() {
+  if (stats_written_) return;
+  stats_written_ = true;
   if (stats_handle_ != 0) stats::StatsServer::instance()->remove(stats_handle_);
+  stats_handle_ = 0;
   // UROCE_STATS_FILE keeps the counters of a program that is gone
   // (perftest, a test): the last snapshot, appended as uroce-stat prints.
   // A device that failed to open has no engine and no counters.
@@ -150,13 +170,6 @@ Device::~Device() {
       std::fclose(f);
     }
   }
-  // The poll thread first (it runs the CM's timers), then QP 1, then the
-  // engine under it.
-  poller_.reset();
-  gsi_.store(nullptr, std::memory_order_release);
-  gsi_owner_.reset();
-  engine_.reset();
-  port_.reset();
 }
 
 Gsi& Device::gsi() {

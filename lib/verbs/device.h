@@ -59,6 +59,12 @@ class Device {
   /// that claims it.
   static std::unique_ptr<Device> open(const DeviceConfig& dc, const Config& c, std::string* error);
   ~Device();
+  /// The process is ending (exit(), from whichever thread): its counters
+  /// go to UROCE_STATS_FILE, QP 1 says its last, the poll thread stops.
+  /// The objects stay: another thread of the program may still be inside
+  /// a verbs call (rping's CM thread calls exit() while its main thread
+  /// tears down), and must find them until the process is gone.
+  void end_of_process();
 
   /// `port` behind the fault decorator when the configuration asks for
   /// faults ([fault]), else `port` itself.
@@ -196,6 +202,8 @@ class Device {
   std::array<std::uint64_t, transport::Counters::kSize> retired_{};
   void watch_link();
   void housekeep();
+  void write_stats_file();
+  bool stats_written_ = false;
   std::mutex mcast_mu_;
   std::map<std::array<std::uint8_t, 16>, std::uint32_t> mcast_members_;  ///< group -> QPs
   std::uint32_t mcast_attached_ = 0;  ///< attachments over every group

@@ -121,14 +121,18 @@ Gsi::~Gsi() {
   resolver_.join();
   while (users_.load(std::memory_order_acquire) != 0)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  drain();
+  // Once detached no packet reaches QP 1 and its notifier stays quiet.
+  engine_.detach(kQpn);
+}
+
+void Gsi::drain() {
   // What the CM said last (the DREQs and REJs of a process that ends)
   // leaves before QP 1 does, for a moment at most.
   const auto deadline = std::chrono::steady_clock::now() + kDrainTimeout;
   while (engine_.locked([&] { return qp_->has_work(engine::now_ns()); }) &&
          std::chrono::steady_clock::now() < deadline)
     engine_.poll(engine::now_ns());
-  // Once detached no packet reaches QP 1 and its notifier stays quiet.
-  engine_.detach(kQpn);
 }
 
 void Gsi::set_observer(Observer* o) {

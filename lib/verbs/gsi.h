@@ -148,6 +148,9 @@ class Gsi final : private cm::MadSender, private transport::CqNotifier {
 
   /// The CM's timers; the poll thread's housekeeping calls it.
   void housekeep();
+  /// Sends what QP 1 still has to say (the DREQs and REJs of a process
+  /// that ends), for a moment at most.
+  void drain();
 
   /// Calls fn(name, value) for the CM's counters ("cm_tx_msgs/req", ...,
   /// as the kernel's sysfs names them), QP 1's own, and the ports the CM
