@@ -92,6 +92,7 @@ std::unique_ptr<Server> Server::open(const Config& c, std::string* error) {
     s->devices_.push_back(std::move(d));
     log::get().info("{}: serving on {}", dc.name, dc.port);
   }
+  verbs::Device::serve_prometheus(c);
   for (Device& d : s->devices_) {
     if (auto* stats = stats::StatsServer::instance()) {
       HostSwitch* sw = d.sw.get();
