@@ -242,8 +242,9 @@ bool Server::serve(Conn& c) {
   Message m;
   const int r = recv_message(c.fd, &m);
   if (r < 0 && errno == EAGAIN) return true;
-  if (r <= 0) return false;    // hung up (exited, killed), or spoke nonsense
-  if (m.fd >= 0) close(m.fd);  // programs hand us no descriptors
+  if (r <= 0) return false;     // hung up (exited, killed), or spoke nonsense
+  if (m.fd >= 0) close(m.fd);   // programs hand us no descriptors
+  if (c.capture) return false;  // a capture's connection only receives
   const auto reply = [&](Op op, std::uint32_t value, std::string text = {}, int fd = -1) {
     Message out;
     out.op = op;
@@ -253,8 +254,6 @@ bool Server::serve(Conn& c) {
     // A program that does not read its replies loses its connection.
     return send_message(c.fd, out);
   };
-  // A capture's connection only receives; it ends by hanging up.
-  if (c.capture) return false;
   switch (m.op) {
     case Op::kList:
       return reply(Op::kDevices, 0, devices_toml());
