@@ -201,7 +201,9 @@ std::unique_ptr<PrometheusServer> PrometheusServer::start(const std::string& add
   s->port_ = impl.acceptor.local_endpoint(ec).port();
   impl.accept();
   impl.thread = std::thread([&impl] { impl.io.run(); });
-  log::get().info("prometheus metrics at http://{}/metrics", address);
+  const bool v6 = host.find(':') != std::string::npos;
+  log::get().info("prometheus metrics at http://{}{}{}:{}/metrics", v6 ? "[" : "", host,
+                  v6 ? "]" : "", s->port_);
   return s;
 }
 
