@@ -20,6 +20,7 @@
 #include "daemon/server.h"
 #include "engine/engine.h"
 #include "port/capture_port.h"
+#include "port/shm_ring.h"
 #include "stats/pcapng.h"
 #include "stats/stats_server.h"
 #include "support/pipe_driver.h"
@@ -307,6 +308,44 @@ TEST_F(DaemonCapture, TwoClientsEachSeeTheArpExchangeOfAPeer) {
   auto* tapped = dynamic_cast<port::CapturePort*>(&server_->device(0).port());
   ASSERT_NE(tapped, nullptr);
   EXPECT_FALSE(tapped->capturing());
+}
+
+TEST_F(DaemonCapture, AFrameOfAProgramToTheHostItselfIsCapturedOnce) {
+  std::string named;
+  const int cap = start_capture("uroce0", &named);
+  ASSERT_GE(cap, 0);
+  // A program of the host, attached through the protocol as libibverbs
+  // does it: its rings, and the device's MAC.
+  const int prog = daemon::connect_daemon(server_->socket_path());
+  ASSERT_GE(prog, 0);
+  daemon::Message req, reply;
+  req.op = daemon::Op::kAttach;
+  req.text = "uroce0";
+  ASSERT_TRUE(daemon::call(prog, req, &reply));
+  ASSERT_EQ(reply.op, daemon::Op::kAttached) << reply.text;
+  daemon::PortInfo info;
+  ASSERT_TRUE(daemon::parse_port_info(reply.text, &info));
+  std::string err;
+  auto rings = port::ShmRegion::map(reply.fd, &err);
+  ASSERT_TRUE(rings) << err;
+  port::RingProducer to_daemon(rings->ring(port::ShmRegion::Ring::kToDaemon));
+  // A SEND to another QP on the device's own address: it never reaches
+  // the wire.
+  wire::RoceRoute route = test::sample_route(false);
+  std::memcpy(route.src_mac.bytes.data(), info.mac, 6);
+  route.dst_mac = route.src_mac;
+  route.src_ip = route.dst_ip = *wire::IpAddr::parse("10.77.0.1");
+  std::mt19937_64 rng(5);
+  const auto frame = test::build_frame(route, test::sample_packet(0x04, rng));
+  ASSERT_TRUE(to_daemon.push(frame));
+
+  // Expect: one frame, self-delivered, as the program sent it.
+  const auto frames = read_frames(cap, 2, 500ms);
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0].direction, static_cast<std::uint32_t>(port::Direction::kLoopback));
+  EXPECT_EQ(frames[0].frame, frame);
+  close(prog);
+  close(cap);
 }
 
 TEST_F(DaemonCapture, UroceStatWritesAPcapngTsharkReads) {
