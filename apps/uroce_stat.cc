@@ -23,12 +23,14 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -133,16 +135,31 @@ int capture(int argc, char** argv) {
                             std::chrono::duration<double>(seconds));
   std::uint32_t dropped = 0;
   bool lost = false;
-  while (!interrupted.load(std::memory_order_relaxed) && (count == 0 || out.frames() < count)) {
+  // Once stopped (SIGINT, SECONDS), the frames the daemon saw before the
+  // stop and that still wait in the socket are written too, and tell
+  // what was dropped until then.
+  std::uint64_t stopped_at = 0;
+  while (count == 0 || out.frames() < count) {
     int wait_ms = 200;
-    if (seconds > 0) {
+    if (stopped_at == 0 && (interrupted.load(std::memory_order_relaxed) ||
+                            (seconds > 0 && std::chrono::steady_clock::now() >= deadline))) {
+      timespec now;
+      clock_gettime(CLOCK_REALTIME, &now);
+      stopped_at = static_cast<std::uint64_t>(now.tv_sec) * 1'000'000'000u +
+                   static_cast<std::uint64_t>(now.tv_nsec);
+    }
+    if (stopped_at != 0) {
+      wait_ms = 0;
+    } else if (seconds > 0) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) break;
-      wait_ms = static_cast<int>(std::min<long long>(left.count(), wait_ms));
+      wait_ms = static_cast<int>(std::clamp<long long>(left.count() + 1, 1, wait_ms));
     }
     pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, wait_ms) <= 0) continue;  // a timeout, or a signal
+    if (::poll(&p, 1, wait_ms) <= 0) {  // a timeout, or a signal
+      if (stopped_at != 0) break;
+      continue;
+    }
     daemon::Message m;
     const int r = daemon::recv_message(fd, &m);
     if (r <= 0) {
@@ -152,6 +169,7 @@ int capture(int argc, char** argv) {
     if (m.op != daemon::Op::kFrame || m.text.size() < sizeof(daemon::FrameHeader)) continue;
     daemon::FrameHeader h;
     std::memcpy(&h, m.text.data(), sizeof(h));
+    if (stopped_at != 0 && h.time_ns > stopped_at) break;
     dropped = h.dropped;
     const auto* frame = reinterpret_cast<const std::uint8_t*>(m.text.data()) + sizeof(h);
     const auto captured = static_cast<std::uint32_t>(m.text.size() - sizeof(h));
