@@ -106,6 +106,13 @@ struct DcqcnSettings {
   std::uint8_t cnp_802p_prio = 6;
 };
 
+/// What each process serves its counters on, besides its stats socket.
+struct StatsSettings {
+  /// "host:port" ("[::1]:9464" for IPv6) where GET /metrics answers in
+  /// Prometheus' text format; empty: no such endpoint.
+  std::string prometheus;
+};
+
 struct Config {
   std::vector<DeviceConfig> devices;
   std::vector<std::string> eal_args;  ///< extra EAL arguments
@@ -114,6 +121,7 @@ struct Config {
   FaultSettings fault;
   PfcSettings pfc;
   DcqcnSettings dcqcn;
+  StatsSettings stats;
   /// The device daemon's socket ([daemon] socket): uroced listens on it,
   /// and a program whose configuration names no device of its own attaches
   /// to the devices of the daemon there.

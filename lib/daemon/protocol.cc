@@ -5,6 +5,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -53,6 +54,23 @@ bool send_message(int sock, const Message& m) {
   }
 }
 
+bool send_frame(int sock, std::uint32_t direction, const FrameHeader& fh,
+                const std::uint8_t* frame) {
+  const std::size_t len = std::min<std::size_t>(fh.length, kMaxCapturedFrame);
+  const Header h{kProtocolVersion, static_cast<std::uint32_t>(Op::kFrame), direction,
+                 static_cast<std::uint32_t>(sizeof(fh) + len)};
+  iovec iov[3] = {{const_cast<Header*>(&h), sizeof(h)},
+                  {const_cast<FrameHeader*>(&fh), sizeof(fh)},
+                  {const_cast<std::uint8_t*>(frame), len}};
+  msghdr msg{};
+  msg.msg_iov = iov;
+  msg.msg_iovlen = 3;
+  for (;;) {
+    if (sendmsg(sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) >= 0) return true;
+    if (errno != EINTR) return false;
+  }
+}
+
 int recv_message(int sock, Message* m) {
   std::vector<char> buf(sizeof(Header) + kMaxText);
   iovec iov{buf.data(), buf.size()};
@@ -95,7 +113,7 @@ int recv_message(int sock, Message* m) {
     return bad();
   std::memcpy(&h, buf.data(), sizeof(h));
   if (h.version != kProtocolVersion || h.text_len != static_cast<std::size_t>(n) - sizeof(h) ||
-      h.op < static_cast<std::uint32_t>(Op::kList) || h.op > static_cast<std::uint32_t>(Op::kCmServices))
+      h.op < static_cast<std::uint32_t>(Op::kList) || h.op > static_cast<std::uint32_t>(Op::kFrame))
     return bad();
   m->op = static_cast<Op>(h.op);
   m->value = h.value;

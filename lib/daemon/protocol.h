@@ -17,9 +17,16 @@
 //   kCmServices text: ServiceIDs in hex, comma-separated, what the
 //            program's CM listens on now  ->   kDone
 //   any                     ->   kError    value: errno, text: why
+//   kCapture text: device   ->   kDone     text: the device ("": the first)
+//                           then kFrame    value: direction, text: FrameHeader + frame
+//                                          ... until the program hangs up
 //
 // A connection that attached is the program's hold on the device: when it
-// closes, the daemon drops the program's rings and QPNs.
+// closes, the daemon drops the program's rings and QPNs. A connection that
+// asked for a capture (uroce-stat capture) only receives from then on:
+// every frame the device sends and receives, self-delivered ones included,
+// sent without waiting; what does not fit in its socket is dropped and
+// counted.
 
 #include <cstdint>
 #include <string>
@@ -43,7 +50,18 @@ enum class Op : std::uint32_t {
   kPortInfo,
   kPort,
   kCmServices,
+  kCapture,
+  kFrame,  ///< the last: recv_message refuses any op past it
 };
+
+/// What precedes a captured frame in a kFrame's text.
+struct FrameHeader {
+  std::uint64_t time_ns;  ///< CLOCK_REALTIME, when the daemon saw it
+  std::uint32_t dropped;  ///< frames of this capture dropped before this one
+  std::uint32_t length;   ///< the frame's length (more than follows if cut)
+};
+/// The longest frame a kFrame carries whole.
+inline constexpr std::size_t kMaxCapturedFrame = kMaxText - sizeof(FrameHeader);
 
 struct Message {
   Op op = Op::kError;
@@ -54,6 +72,9 @@ struct Message {
 
 /// Sends `m` (its fd, when >= 0, along with it). False with errno set.
 bool send_message(int sock, const Message& m);
+/// Sends a kFrame without waiting (the socket is non-blocking): false
+/// with errno (EAGAIN when the socket is full). Allocates nothing.
+bool send_frame(int sock, std::uint32_t direction, const FrameHeader& h, const std::uint8_t* frame);
 /// Receives one message: 1, 0 when the peer has closed, -1 with errno
 /// (EAGAIN on a non-blocking socket with nothing to read; EPROTO for a
 /// message of another version or a malformed one, whose descriptor, if

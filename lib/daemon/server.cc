@@ -76,25 +76,36 @@ std::unique_ptr<Server> Server::open(const Config& c, std::string* error) {
       *error = dc.name + ": " + *error;
       return nullptr;
     }
-    port = verbs::Device::with_faults(std::move(port), c);
+    // The capture sees the wire: inside the faults, what they drop is
+    // not on it.
+    auto tapped = std::make_unique<port::CapturePort>(std::move(port));
+    auto capture = std::make_unique<Capture>(*tapped);
+    port = verbs::Device::with_faults(std::move(tapped), c);
     std::vector<wire::IpAddr> gids;
     engine::EngineConfig ec;
     if (!verbs::Device::engine_setup(dc, c, port->mac(), &gids, &ec, error)) return nullptr;
+    ec.loopback_tap = [cap = capture.get()](wire::ConstBytes f) { cap->loopback(f); };
     Device d;
     d.cfg = dc;
+    d.capture = std::move(capture);
     d.sw = std::make_unique<HostSwitch>(dc, *port, std::move(ec));
     d.port = std::move(port);
     s->devices_.push_back(std::move(d));
     log::get().info("{}: serving on {}", dc.name, dc.port);
   }
+  verbs::Device::serve_prometheus(c);
   for (Device& d : s->devices_) {
     if (auto* stats = stats::StatsServer::instance()) {
       HostSwitch* sw = d.sw.get();
-      d.stats_handle = stats->add(d.cfg.name, [sw](std::string& out) {
-        sw->for_each_counter([&](std::string_view scope, std::string_view name, std::uint64_t v) {
+      const Capture* cap = d.capture.get();
+      d.stats_handle = stats->add(d.cfg.name, [sw, cap](std::string& out) {
+        const auto line = [&](std::string_view scope, std::string_view name, std::uint64_t v) {
           out.append(scope).append(" ").append(name).append(" ").append(std::to_string(v));
           out.append("\n");
-        });
+        };
+        sw->for_each_counter(line);
+        cap->for_each_counter(
+            [&](std::string_view name, std::uint64_t v) { line("capture", name, v); });
       });
     }
   }
@@ -144,6 +155,7 @@ Server::~Server() {
   for (Device& d : devices_) {
     if (d.stats_handle != 0) stats::StatsServer::instance()->remove(d.stats_handle);
     d.sw.reset();
+    d.capture.reset();
     d.port.reset();
   }
 }
@@ -222,7 +234,7 @@ void Server::serve_control() {
         close(fd);
         continue;
       }
-      conns_.push_back({fd, cred.pid, nullptr, nullptr});
+      conns_.push_back({fd, cred.pid, nullptr, nullptr, nullptr});
     }
   }
 }
@@ -231,8 +243,9 @@ bool Server::serve(Conn& c) {
   Message m;
   const int r = recv_message(c.fd, &m);
   if (r < 0 && errno == EAGAIN) return true;
-  if (r <= 0) return false;  // hung up (exited, killed), or spoke nonsense
-  if (m.fd >= 0) close(m.fd);  // programs hand us no descriptors
+  if (r <= 0) return false;     // hung up (exited, killed), or spoke nonsense
+  if (m.fd >= 0) close(m.fd);   // programs hand us no descriptors
+  if (c.capture) return false;  // a capture's connection only receives
   const auto reply = [&](Op op, std::uint32_t value, std::string text = {}, int fd = -1) {
     Message out;
     out.op = op;
@@ -287,6 +300,18 @@ bool Server::serve(Conn& c) {
       if (!c.program || !c.sw->free_qpn(*c.program, m.value))
         return reply(Op::kError, EINVAL, "not a QPN of this program");
       return reply(Op::kDone, 0);
+    case Op::kCapture: {
+      if (c.program) return reply(Op::kError, EBUSY, "this connection is attached");
+      for (Device& d : devices_) {
+        if (!m.text.empty() && d.cfg.name != m.text) continue;
+        if (!reply(Op::kDone, 0, d.cfg.name)) return false;
+        d.capture->add(c.fd);
+        c.capture = d.capture.get();
+        log::get().info("{}: pid {} captures", d.cfg.name, c.pid);
+        return true;
+      }
+      return reply(Op::kError, ENODEV, "no device " + m.text);
+    }
     default:
       return reply(Op::kError, EINVAL, "not a request");
   }
@@ -302,6 +327,7 @@ PortInfo Server::port_info(const Device& d) {
 }
 
 void Server::close_conn(Conn& c) {
+  if (c.capture) c.capture->remove(c.fd);
   if (c.program) {
     log::get().info("{}: pid {} detached, {} QPs released", c.sw->config().name, c.pid,
                     c.program->qp_count());

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/capture.h"
 #include "daemon/host_switch.h"
 #include "daemon/protocol.h"
 #include "port/port.h"
@@ -49,6 +50,7 @@ class Server {
   struct Device {
     DeviceConfig cfg;
     std::unique_ptr<port::Port> port;
+    std::unique_ptr<Capture> capture;  ///< on the port's CapturePort, inside the faults
     std::unique_ptr<HostSwitch> sw;
     int stats_handle = 0;
   };
@@ -57,6 +59,7 @@ class Server {
     pid_t pid = 0;
     HostSwitch* sw = nullptr;  ///< the device it attached to, if any
     Program* program = nullptr;
+    Capture* capture = nullptr;  ///< the device it captures, if it asked to
   };
 
   Server() = default;

@@ -22,7 +22,7 @@ Engine::Engine(port::Port& port, EngineConfig cfg)
       cfg_(std::move(cfg)),
       host_(cfg_.addresses, cfg_.vlan_id, port.mac(), port, *this, counters_),
       rx_(port, cfg_.rx_buffer, cfg_.pfc, port.mac(), *this, counters_),
-      self_(port, host_, *this, counters_),
+      self_(port, host_, *this, counters_, cfg_.loopback_tap),
       ipv4_checksum_offload_(port.offloads_ipv4_checksum()),
       shared_(port.shared()) {
   backlog_.reserve(kMaxBacklog + port::kMaxTxBurst);

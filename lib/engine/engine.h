@@ -26,6 +26,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -61,6 +62,9 @@ struct EngineConfig {
   /// The device daemon's engine: what its QPs do not take goes to the
   /// programs through this (engine/forwarder.h). Null in a program.
   Forwarder* forwarder = nullptr;
+  /// Shown each frame the device sends to itself (self_delivery.h), which
+  /// never crosses the port: the device daemon's capture. Empty: none.
+  std::function<void(wire::ConstBytes)> loopback_tap;
 };
 
 /// The engine's monotonic clock in nanoseconds.
@@ -230,7 +234,7 @@ class Engine final : private FramePath {
 
   // The queue-pair side.
   std::unordered_map<std::uint32_t, transport::Qp*> qps_;
-  std::vector<transport::Qp*> order_;                            ///< round-robin order
+  std::vector<transport::Qp*> order_;  ///< round-robin order
   McastGroups mcast_;
   TimerWheel<std::uint32_t> timers_{kTimerTickNs, kTimerSlots};  ///< every QP's next deadline
   std::unordered_map<std::uint32_t, Nanos> armed_;               ///< QPN -> deadline in the wheel

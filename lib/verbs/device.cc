@@ -103,6 +103,17 @@ bool Device::engine_setup(const DeviceConfig& dc, const Config& c, const wire::M
   return true;
 }
 
+void Device::serve_prometheus(const Config& c) {
+  if (c.stats.prometheus.empty()) return;
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    std::string why = "the stats endpoint could not start";
+    auto* server = stats::StatsServer::instance();
+    if (!server || !server->serve_prometheus(c.stats.prometheus, &why))
+      log::get().error("stats.prometheus: {}; no metrics over HTTP", why);
+  });
+}
+
 std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c,
                                      std::unique_ptr<port::Port> port, std::string* error) {
   std::unique_ptr<Device> d(new Device());
@@ -130,6 +141,7 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c,
   if (auto* server = stats::StatsServer::instance()) {
     d->stats_handle_ = server->add(dc.name, [self](std::string& out) { self->write_stats(out); });
   }
+  serve_prometheus(c);
   log::get().info("{}: opened on {}, {} GIDs", dc.name, dc.port, d->gids_.size());
   return d;
 }

@@ -68,8 +68,11 @@ class Device {
 
   /// `port` behind the fault decorator when the configuration asks for
   /// faults ([fault]), else `port` itself.
-  static std::unique_ptr<port::Port> with_faults(std::unique_ptr<port::Port> port,
-                                                 const Config& c);
+  static std::unique_ptr<port::Port> with_faults(std::unique_ptr<port::Port> port, const Config& c);
+  /// Starts the process's Prometheus endpoint when the configuration
+  /// names one ([stats] prometheus): once per process, by the first
+  /// device (or the daemon). A failure is logged and the process runs on.
+  static void serve_prometheus(const Config& c);
   /// The GID table and the engine's configuration of device `dc` on a
   /// port with MAC `mac`: what open() sets up, and what the device daemon
   /// runs its engine with. False with *error on a bad address.
