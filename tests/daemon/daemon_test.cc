@@ -1,0 +1,778 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// The device daemon's core (lib/daemon) in one process, no DPDK: a Server
+// serving device uroce0 on a pipe port, programs attached to it (verbs
+// devices on "uroced:uroce0", one connection each, as separate processes
+// would have), a remote host on the pipe's other end, and programs that
+// misbehave: forge frames, scribble over their rings, stop draining them,
+// die, or outlive the daemon.
+
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daemon/discovery.h"
+#include "daemon/protocol.h"
+#include "daemon/server.h"
+#include "port/shm_ring.h"
+#include "support/pipe_driver.h"
+#include "support/wire_samples.h"
+#include "verbs/access.h"
+#include "verbs/ah.h"
+#include "verbs/cq.h"
+#include "verbs/device.h"
+#include "verbs/mr.h"
+#include "verbs/pd.h"
+#include "verbs/queue_pair.h"
+#include "wire/opcode.h"
+
+namespace uroce::daemon {
+namespace {
+
+using namespace std::chrono_literals;
+using transport::QpState;
+using transport::QpType;
+using transport::Wc;
+using transport::WcStatus;
+using transport::WrOpcode;
+namespace am = transport::attr_mask;
+namespace access = verbs::access;
+using Counters = std::map<std::string, std::uint64_t>;
+
+constexpr std::uint32_t kQkey = 0x11111111;
+constexpr std::uint32_t kGrh = 40;
+// Deadlines only bound a failing test: a loaded machine may be slow, and
+// nothing here asserts on how long anything took.
+constexpr auto kLimit = 10s;
+
+// Whether `cond` held within `limit`, looking every millisecond.
+template <typename F>
+bool eventually(F&& cond, std::chrono::milliseconds limit = kLimit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    if (cond()) return true;
+    if (std::chrono::steady_clock::now() > end) return cond();
+    std::this_thread::sleep_for(1ms);
+  }
+}
+
+// One verbs device, a program attached to the daemon or the remote host:
+// a context with its PD, CQ and a registered buffer.
+struct Host {
+  Host(const DeviceConfig& dc, const Config& c) {
+    std::string err;
+    dev = verbs::Device::open(dc, c, &err);
+    if (!dev) {
+      ADD_FAILURE() << dc.name << ": " << err;
+      return;
+    }
+    ctx = std::make_unique<verbs::Context>(*dev, nullptr);
+    pd = verbs::Pd::create(*ctx);
+    EXPECT_EQ(verbs::Cq::create(*ctx, 1024, nullptr, 0, &cq), 0);
+    EXPECT_EQ(verbs::Mr::reg(*pd, buf.data(), buf.size(), addr(0),
+                             access::kLocalWrite | access::kRemoteWrite | access::kRemoteRead, &mr),
+              0);
+  }
+  ~Host() {
+    qps.clear();
+    ahs.clear();
+    mr.reset();
+    cq.reset();
+    pd.reset();
+    ctx.reset();
+  }
+
+  std::uint64_t addr(std::size_t off) const {
+    return reinterpret_cast<std::uint64_t>(buf.data() + off);
+  }
+  // The RoCEv2 GID of the configured address.
+  std::array<std::uint8_t, 16> gid() const { return dev->gids().at(1).bytes; }
+
+  // A new QP: RC ones stay in RESET (connect_rc), UD ones go to RTS.
+  // Null with *err when the device refuses it.
+  verbs::QueuePair* make_qp(QpType type, int* err = nullptr) {
+    verbs::QpCaps caps;
+    caps.type = type;
+    caps.max_send_wr = caps.max_recv_wr = 64;
+    caps.max_send_sge = caps.max_recv_sge = 1;
+    std::unique_ptr<verbs::QueuePair> qp;
+    const int rc = verbs::QueuePair::create(*pd, caps, *cq, *cq, nullptr, &qp);
+    if (err) *err = rc;
+    if (rc != 0) return nullptr;
+    if (type == QpType::kUd) {
+      verbs::QpModify m;
+      m.attr.qp_state = QpState::kInit;
+      m.attr.qkey = kQkey;
+      EXPECT_EQ(qp->modify(m, am::kState | am::kPkeyIndex | am::kPort | am::kQkey), 0);
+      m.attr.qp_state = QpState::kRtr;
+      EXPECT_EQ(qp->modify(m, am::kState), 0);
+      m.attr.qp_state = QpState::kRts;
+      EXPECT_EQ(qp->modify(m, am::kState | am::kSqPsn), 0);
+    }
+    qps.push_back(std::move(qp));
+    return qps.back().get();
+  }
+
+  // An address handle to `dgid`, from the configured address.
+  const verbs::Ah& ah_to(const std::array<std::uint8_t, 16>& dgid) {
+    verbs::AddressVector av;
+    av.sgid_index = 1;
+    av.dgid = dgid;
+    std::unique_ptr<verbs::Ah> ah;
+    EXPECT_EQ(verbs::Ah::create(*pd, av, &ah), 0);
+    ahs.push_back(std::move(ah));
+    return *ahs.back();
+  }
+
+  void post_recv(verbs::QueuePair& qp, std::uint64_t wr_id, std::size_t off, std::uint32_t len) {
+    transport::RecvWr wr;
+    wr.wr_id = wr_id;
+    wr.sg_list[0] = {addr(off), len, mr->lkey()};
+    wr.num_sge = 1;
+    ASSERT_EQ(qp.post_recv(wr), 0);
+  }
+
+  // A signalled work request over [off, off + len) of buf.
+  transport::SendWr wr(WrOpcode op, std::uint64_t wr_id, std::size_t off, std::uint32_t len) const {
+    transport::SendWr w;
+    w.wr_id = wr_id;
+    w.opcode = op;
+    w.send_flags = transport::send_flags::kSignaled;
+    w.sg_list[0] = {addr(off), len, mr->lkey()};
+    w.num_sge = 1;
+    return w;
+  }
+  void post(verbs::QueuePair& qp, const transport::SendWr& w) {
+    ASSERT_EQ(qp.post_send(w), 0);
+    qp.doorbell();
+  }
+  void send_ud(verbs::QueuePair& qp, const verbs::Ah& ah, std::uint32_t remote_qpn,
+               std::uint64_t wr_id, std::size_t off, std::uint32_t len) {
+    transport::SendWr w = wr(WrOpcode::kSend, wr_id, off, len);
+    ASSERT_EQ(qp.set_ud_destination(ah, remote_qpn, kQkey, &w), 0);
+    post(qp, w);
+  }
+
+  // Completions until `n` arrived or `limit` passed.
+  std::vector<Wc> poll(std::size_t n, std::chrono::milliseconds limit = kLimit) {
+    std::vector<Wc> out;
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (out.size() < n && std::chrono::steady_clock::now() < end) {
+      Wc wc[16];
+      const std::uint32_t got = cq->poll(wc, 16);
+      out.insert(out.end(), wc, wc + got);
+      if (got == 0) std::this_thread::sleep_for(100us);
+    }
+    return out;
+  }
+  // The next completion, which must be a success.
+  Wc expect_ok() {
+    const std::vector<Wc> w = poll(1);
+    if (w.empty()) {
+      ADD_FAILURE() << dev->name() << ": no completion";
+      return Wc{.status = WcStatus::kGeneralErr};
+    }
+    EXPECT_EQ(w[0].status, WcStatus::kSuccess) << "wr " << w[0].wr_id;
+    return w[0];
+  }
+
+  // The device's counters as "scope.name".
+  Counters counters() {
+    Counters out;
+    dev->for_each_counter([&](std::string_view scope, std::string_view name, std::uint64_t v) {
+      out[std::string(scope) + "." + std::string(name)] = v;
+    });
+    return out;
+  }
+
+  std::vector<std::uint8_t> buf = std::vector<std::uint8_t>(1 << 17);
+  std::unique_ptr<verbs::Device> dev;
+  std::unique_ptr<verbs::Context> ctx;
+  std::unique_ptr<verbs::Pd> pd;
+  std::unique_ptr<verbs::Cq> cq;
+  std::unique_ptr<verbs::Mr> mr;
+  std::vector<std::unique_ptr<verbs::Ah>> ahs;
+  std::vector<std::unique_ptr<verbs::QueuePair>> qps;
+};
+
+// Takes RC QP `q` through INIT and RTR to RTS, toward `peer_qpn` at
+// `peer_gid`. `timeout` is the local ACK timeout code (4.096 us << it).
+void connect_rc(verbs::QueuePair& q, const std::array<std::uint8_t, 16>& peer_gid,
+                std::uint32_t peer_qpn, std::uint8_t timeout = 14) {
+  verbs::QpModify m;
+  transport::QpAttr& a = m.attr;
+  a.qp_state = QpState::kInit;
+  a.qp_access_flags = access::kLocalWrite | access::kRemoteWrite | access::kRemoteRead;
+  ASSERT_EQ(q.modify(m, am::kState | am::kPkeyIndex | am::kPort | am::kAccessFlags), 0);
+  m.av.sgid_index = 1;
+  m.av.dgid = peer_gid;
+  a.qp_state = QpState::kRtr;
+  a.path_mtu = wire::Mtu::k1024;
+  a.dest_qp_num = peer_qpn;
+  a.rq_psn = 0;
+  a.max_dest_rd_atomic = 4;
+  a.min_rnr_timer = 12;
+  ASSERT_EQ(q.modify(m, am::kState | am::kAv | am::kPathMtu | am::kDestQpn | am::kRqPsn |
+                            am::kMaxDestRdAtomic | am::kMinRnrTimer),
+            0);
+  a.qp_state = QpState::kRts;
+  a.sq_psn = 0;
+  a.timeout = timeout;
+  a.retry_cnt = 7;
+  a.rnr_retry = 7;
+  a.max_rd_atomic = 4;
+  ASSERT_EQ(q.modify(m, am::kState | am::kSqPsn | am::kTimeout | am::kRetryCnt | am::kRnrRetry |
+                            am::kMaxQpRdAtomic),
+            0);
+}
+
+void fill(Host& h, std::size_t off, std::size_t len, std::uint8_t seed) {
+  std::iota(h.buf.begin() + off, h.buf.begin() + off + len, seed);
+}
+bool same(const Host& a, std::size_t a_off, const Host& b, std::size_t b_off, std::size_t len) {
+  return std::memcmp(a.buf.data() + a_off, b.buf.data() + b_off, len) == 0;
+}
+
+// RC between a and b, over new QPs: a SEND each way, an RDMA WRITE from
+// a into b and a READ of it back; every byte must arrive intact.
+void exchange_rc(Host& a, Host& b) {
+  verbs::QueuePair* qa = a.make_qp(QpType::kRc);
+  verbs::QueuePair* qb = b.make_qp(QpType::kRc);
+  ASSERT_TRUE(qa && qb);
+  ASSERT_NO_FATAL_FAILURE(connect_rc(*qa, b.gid(), qb->qpn()));
+  ASSERT_NO_FATAL_FAILURE(connect_rc(*qb, a.gid(), qa->qpn()));
+
+  // SEND a -> b and b -> a, several packets each (path MTU 1024).
+  fill(a, 0, 5000, 3);
+  fill(b, 0, 3000, 101);
+  ASSERT_NO_FATAL_FAILURE(b.post_recv(*qb, 10, 65536, 8192));
+  ASSERT_NO_FATAL_FAILURE(a.post_recv(*qa, 20, 65536, 8192));
+  ASSERT_NO_FATAL_FAILURE(a.post(*qa, a.wr(WrOpcode::kSend, 1, 0, 5000)));
+  ASSERT_NO_FATAL_FAILURE(b.post(*qb, b.wr(WrOpcode::kSend, 2, 0, 3000)));
+  std::vector<Wc> wa = a.poll(2), wb = b.poll(2);
+  ASSERT_EQ(wa.size(), 2u);
+  ASSERT_EQ(wb.size(), 2u);
+  for (const Wc& w : wa) EXPECT_EQ(w.status, WcStatus::kSuccess) << "a wr " << w.wr_id;
+  for (const Wc& w : wb) {
+    EXPECT_EQ(w.status, WcStatus::kSuccess) << "b wr " << w.wr_id;
+    if (w.wr_id == 10) {
+      EXPECT_EQ(w.byte_len, 5000u);
+    }
+  }
+  EXPECT_TRUE(same(a, 0, b, 65536, 5000));
+  EXPECT_TRUE(same(b, 0, a, 65536, 3000));
+
+  // WRITE a[0, 20000) into b[16384, ...), then READ it back into a[32768, ...).
+  fill(a, 0, 20000, 55);
+  transport::SendWr w = a.wr(WrOpcode::kRdmaWrite, 3, 0, 20000);
+  w.remote_addr = b.addr(16384);
+  w.rkey = b.mr->rkey();
+  ASSERT_NO_FATAL_FAILURE(a.post(*qa, w));
+  EXPECT_EQ(a.expect_ok().wr_id, 3u);
+  b.dev->poll();  // orders what a wrote before our reads
+  EXPECT_TRUE(same(a, 0, b, 16384, 20000));
+  std::fill(a.buf.begin() + 32768, a.buf.begin() + 32768 + 20000, 0);
+  w = a.wr(WrOpcode::kRdmaRead, 4, 32768, 20000);
+  w.remote_addr = b.addr(16384);
+  w.rkey = b.mr->rkey();
+  ASSERT_NO_FATAL_FAILURE(a.post(*qa, w));
+  EXPECT_EQ(a.expect_ok().wr_id, 4u);
+  EXPECT_TRUE(same(a, 0, a, 32768, 20000));
+}
+
+// UD between a and b, over new QPs: a datagram each way, with the
+// sender's QPN as its source.
+void exchange_ud(Host& a, Host& b) {
+  verbs::QueuePair* qa = a.make_qp(QpType::kUd);
+  verbs::QueuePair* qb = b.make_qp(QpType::kUd);
+  ASSERT_TRUE(qa && qb);
+  ASSERT_NO_FATAL_FAILURE(a.post_recv(*qa, 30, 65536, kGrh + 1024));
+  ASSERT_NO_FATAL_FAILURE(b.post_recv(*qb, 40, 65536, kGrh + 1024));
+  fill(a, 0, 700, 9);
+  fill(b, 0, 900, 77);
+  ASSERT_NO_FATAL_FAILURE(a.send_ud(*qa, a.ah_to(b.gid()), qb->qpn(), 5, 0, 700));
+  ASSERT_NO_FATAL_FAILURE(b.send_ud(*qb, b.ah_to(a.gid()), qa->qpn(), 6, 0, 900));
+  for (auto [h, peer, len] : {std::tuple{&a, qb, 900u}, std::tuple{&b, qa, 700u}}) {
+    const std::vector<Wc> w = h->poll(2);
+    ASSERT_EQ(w.size(), 2u);
+    for (const Wc& c : w) {
+      EXPECT_EQ(c.status, WcStatus::kSuccess) << "wr " << c.wr_id;
+      if (c.opcode != transport::WcOpcode::kRecv) continue;
+      EXPECT_EQ(c.byte_len, kGrh + len);
+      EXPECT_EQ(c.src_qp, peer->qpn());
+    }
+  }
+  EXPECT_TRUE(same(a, 0, b, 65536 + kGrh, 700));
+  EXPECT_TRUE(same(b, 0, a, 65536 + kGrh, 900));
+}
+
+// A program that speaks the protocol itself: attaches, and writes what
+// it likes into its transmit ring.
+struct RawProgram {
+  explicit RawProgram(const std::string& socket) {
+    sock = connect_daemon(socket);
+    if (sock < 0) {
+      ADD_FAILURE() << "connect: " << std::strerror(errno);
+      return;
+    }
+    Message req;
+    req.op = Op::kAttach;
+    req.text = "uroce0";
+    Message reply;
+    if (!call(sock, req, &reply) || reply.op != Op::kAttached ||
+        !parse_port_info(reply.text, &info)) {
+      ADD_FAILURE() << "attach: " << reply.text;
+      return;
+    }
+    std::string err;
+    rings = port::ShmRegion::map(reply.fd, &err);
+    if (!rings) {
+      ADD_FAILURE() << err;
+      return;
+    }
+    tx = port::RingProducer(rings->ring(port::ShmRegion::Ring::kToDaemon));
+  }
+  ~RawProgram() {
+    if (sock >= 0) close(sock);
+  }
+
+  std::uint32_t alloc_qpn() {
+    Message req;
+    req.op = Op::kAllocQpn;
+    Message reply;
+    EXPECT_TRUE(call(sock, req, &reply));
+    EXPECT_EQ(reply.op, Op::kQpn);
+    return reply.value;
+  }
+  wire::MacAddr mac() const {
+    wire::MacAddr m;
+    std::memcpy(m.bytes.data(), info.mac, 6);
+    return m;
+  }
+
+  int sock = -1;
+  PortInfo info;
+  std::unique_ptr<port::ShmRegion> rings;
+  port::RingProducer tx;
+};
+
+// A UD SEND frame, every header field as given.
+std::vector<std::uint8_t> ud_frame(const wire::MacAddr& src_mac, const wire::MacAddr& dst_mac,
+                                   const char* src_ip, const char* dst_ip, std::uint32_t dest_qp,
+                                   std::uint32_t src_qp, const std::string& text) {
+  wire::RoceRoute r;
+  r.src_mac = src_mac;
+  r.dst_mac = dst_mac;
+  r.src_ip = *wire::IpAddr::parse(src_ip);
+  r.dst_ip = *wire::IpAddr::parse(dst_ip);
+  test::SamplePacket p;
+  p.bth.opcode = static_cast<std::uint8_t>(wire::Opcode::kUdSendOnly);
+  p.bth.dest_qp = dest_qp;
+  p.ext.deth.qkey = kQkey;
+  p.ext.deth.src_qp = src_qp;
+  p.payload.assign(text.begin(), text.end());
+  return test::build_frame(r, p);
+}
+
+class Daemon : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    test::register_pipe_driver();
+    char tmpl[] = "/tmp/uroced-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr) << std::strerror(errno);
+    dir_ = tmpl;
+    // Unique in the process and across processes run side by side.
+    pipe_ = "pipe:daemon-" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "-" +
+            std::to_string(getpid());
+    config_.daemon_socket = dir_ + "/uroced.sock";
+    DeviceConfig dc;
+    dc.name = "uroce0";
+    dc.port = pipe_;
+    dc.ip = {IpPrefix{"10.0.0.1", 24}};
+    config_.devices = {dc};
+    std::string err;
+    server_ = Server::open(config_, &err);
+    ASSERT_TRUE(server_) << err;
+    thread_ = std::thread([this] { server_->run(stop_); });
+  }
+
+  void TearDown() override {
+    // The loop first, then the remote end of the pipe, then the daemon's
+    // port: neither end of a pipe may send into one destroyed.
+    stop_loop();
+    remote_.reset();
+    server_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  void stop_loop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+
+  // A program attached to uroce0, on the device the daemon lists.
+  std::unique_ptr<Host> attach() {
+    const std::vector<DeviceConfig> devs = daemon_devices(config_);
+    if (devs.size() != 1) {
+      ADD_FAILURE() << "the daemon lists " << devs.size() << " devices";
+      return nullptr;
+    }
+    auto h = std::make_unique<Host>(devs[0], config_);
+    return h->dev ? std::move(h) : nullptr;
+  }
+
+  // The host at the other end of the pipe.
+  Host& remote() {
+    if (!remote_) {
+      DeviceConfig dc;
+      dc.name = "remote";
+      dc.port = pipe_;
+      dc.ip = {IpPrefix{"10.0.0.2", 24}};
+      remote_ = std::make_unique<Host>(dc, Config{});
+    }
+    return *remote_;
+  }
+
+  HostSwitch& sw() { return server_->device(0); }
+  // The programs attached, read holding the engine as attach and detach
+  // change them.
+  std::size_t program_count() {
+    return sw().engine().locked([&] { return sw().programs().size(); });
+  }
+  // Each attached program's counters ("process:<pid>"), in the order they
+  // attached: the programs of this process share a pid, and each one's
+  // counters start with its "qps".
+  std::vector<Counters> program_counters() {
+    std::vector<Counters> out;
+    sw().for_each_counter([&](std::string_view scope, std::string_view name, std::uint64_t v) {
+      if (!scope.starts_with("process:")) return;
+      if (name == "qps") out.emplace_back();
+      out.back()[std::string(name)] = v;
+    });
+    return out;
+  }
+  Counters daemon_counters() {
+    Counters out;
+    sw().for_each_counter([&](std::string_view scope, std::string_view name, std::uint64_t v) {
+      if (!scope.starts_with("process:")) out[std::string(scope) + "." + std::string(name)] = v;
+    });
+    return out;
+  }
+
+  std::string dir_;
+  std::string pipe_;
+  Config config_;
+  std::unique_ptr<Server> server_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  std::unique_ptr<Host> remote_;
+};
+
+TEST_F(Daemon, DevicesAreListedWithTheirAddressesAndNoneWithoutADaemon) {
+  const std::vector<DeviceConfig> devs = daemon_devices(config_);
+  ASSERT_EQ(devs.size(), 1u);
+  EXPECT_EQ(devs[0].name, "uroce0");
+  EXPECT_EQ(devs[0].port, "uroced:uroce0");
+  EXPECT_TRUE(is_daemon_device(devs[0]));
+  ASSERT_EQ(devs[0].ip.size(), 1u);
+  EXPECT_EQ(devs[0].ip[0].address, "10.0.0.1");
+  EXPECT_EQ(devs[0].ip[0].prefix, 24u);
+
+  Config nobody;
+  nobody.daemon_socket = dir_ + "/nobody.sock";
+  EXPECT_TRUE(daemon_devices(nobody).empty());
+  stop_loop();
+  server_.reset();
+  EXPECT_TRUE(daemon_devices(config_).empty()) << "a daemon that stopped lists nothing";
+}
+
+TEST_F(Daemon, TwoProgramsMoveBytesIntactBothWaysThroughTheDaemon) {
+  auto a = attach();
+  auto b = attach();
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(program_count(), 2u);
+  ASSERT_NO_FATAL_FAILURE(exchange_rc(*a, *b));
+
+  const std::vector<Counters> pc = program_counters();
+  ASSERT_EQ(pc.size(), 2u);
+  for (const Counters& c : pc) {
+    EXPECT_GT(c.at("tx_frames"), 0u);
+    EXPECT_GT(c.at("rx_frames"), 0u);
+    EXPECT_EQ(c.at("rx_ring_full"), 0u);
+  }
+  const Counters d = daemon_counters();
+  EXPECT_GT(d.at("engine.tx_loopback") + d.at("engine.rx_forwarded"), 0u);
+  // Each program's engine saw its own QPs' frames only.
+  EXPECT_EQ(a->counters().at("engine.rx_unknown_qpn"), 0u);
+  EXPECT_EQ(b->counters().at("engine.rx_unknown_qpn"), 0u);
+}
+
+TEST_F(Daemon, AProgramAndTheRemoteHostMoveBytesOverRcAndUd) {
+  auto a = attach();
+  ASSERT_TRUE(a);
+  Host& r = remote();
+  ASSERT_TRUE(r.dev);
+  ASSERT_NO_FATAL_FAILURE(exchange_rc(*a, r));
+  ASSERT_NO_FATAL_FAILURE(exchange_ud(*a, r));
+  EXPECT_GT(r.counters().at("engine.rx_roce"), 0u);
+  EXPECT_EQ(r.counters().at("drop.bad_icrc"), 0u);
+}
+
+TEST_F(Daemon, QpnsAreUniqueAcrossProgramsAndFreedWithTheirProgram) {
+  constexpr int kQps = 40;
+  auto a = attach();
+  auto b = attach();
+  ASSERT_TRUE(a && b);
+  std::set<std::uint32_t> all, of_b;
+  for (int i = 0; i < kQps; ++i) {
+    for (Host* h : {a.get(), b.get()}) {
+      verbs::QueuePair* q = h->make_qp(i % 2 ? QpType::kUd : QpType::kRc);
+      ASSERT_TRUE(q);
+      EXPECT_GT(q->qpn(), 1u) << "QPs 0 and 1 are reserved";
+      EXPECT_TRUE(all.insert(q->qpn()).second) << "QPN " << q->qpn() << " given twice";
+      if (h == b.get()) of_b.insert(q->qpn());
+    }
+  }
+  EXPECT_EQ(program_count(), 2u);
+  std::vector<Counters> pc = program_counters();
+  ASSERT_EQ(pc.size(), 2u);
+  EXPECT_EQ(pc[0].at("qps"), std::uint64_t{kQps});
+  EXPECT_EQ(pc[1].at("qps"), std::uint64_t{kQps});
+
+  a.reset();  // its connection closes: its QPNs go back to the host
+  ASSERT_TRUE(eventually([&] { return program_count() == 1; }));
+  pc = program_counters();
+  ASSERT_EQ(pc.size(), 1u);
+  EXPECT_EQ(pc[0].at("qps"), std::uint64_t{kQps}) << "b keeps its own";
+
+  auto c = attach();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(program_count(), 2u);
+  for (int i = 0; i < kQps; ++i) {
+    verbs::QueuePair* q = c->make_qp(QpType::kRc);
+    ASSERT_TRUE(q);
+    EXPECT_GT(q->qpn(), 1u);
+    EXPECT_EQ(of_b.count(q->qpn()), 0u) << "QPN " << q->qpn() << " is b's";
+  }
+}
+
+TEST_F(Daemon, AHostileProgramIsContainedAndCounted) {
+  auto victim = attach();
+  ASSERT_TRUE(victim);
+  Host& r = remote();
+  ASSERT_TRUE(r.dev);
+  verbs::QueuePair* victim_ud = victim->make_qp(QpType::kUd);
+  verbs::QueuePair* remote_ud = r.make_qp(QpType::kUd);
+  ASSERT_TRUE(victim_ud && remote_ud);
+  for (int i = 0; i < 8; ++i)
+    ASSERT_NO_FATAL_FAILURE(r.post_recv(*remote_ud, 100 + i, i * 2048, 2048));
+
+  RawProgram hostile(config_.daemon_socket);
+  ASSERT_TRUE(hostile.rings);
+  const std::uint32_t own = hostile.alloc_qpn();
+  ASSERT_GT(own, 1u);
+  const wire::MacAddr mac = hostile.mac();
+  const wire::MacAddr dst = r.dev->engine().mac();
+  const std::uint32_t to = remote_ud->qpn();
+  const std::uint64_t roce_before = r.counters().at("engine.rx_roce");
+
+  // Expect: each refused, for its own reason.
+  std::mt19937_64 rng(7);
+  std::vector<std::uint8_t> noise(200);
+  for (auto& x : noise) x = static_cast<std::uint8_t>(rng());
+  wire::MacAddr other_mac = mac;
+  other_mac.bytes[5] ^= 0x55;
+  std::vector<std::uint8_t> not_roce =
+      ud_frame(mac, dst, "10.0.0.1", "10.0.0.2", to, own, "dns?dns?");
+  const std::size_t udp = wire::RoceRoute{}.l3_offset() + wire::Ipv4Hdr::kMinSize;
+  not_roce[udp + 2] = 0;  // destination port 53
+  not_roce[udp + 3] = 53;
+  const std::vector<std::vector<std::uint8_t>> bad = {
+      {1, 2, 3, 4, 5},
+      noise,
+      ud_frame(other_mac, dst, "10.0.0.1", "10.0.0.2", to, own, "spoofmac"),
+      ud_frame(mac, dst, "10.0.0.7", "10.0.0.2", to, own, "spoof-ip"),
+      ud_frame(mac, dst, "10.0.0.1", "10.0.0.2", to, victim_ud->qpn(), "spoofqpn"),
+      not_roce,
+  };
+  for (const auto& f : bad) ASSERT_TRUE(hostile.tx.push({f.data(), f.size()}));
+  // Expect: what it may send still leaves, after everything it may not.
+  const auto ok = ud_frame(mac, dst, "10.0.0.1", "10.0.0.2", to, own, "control!");
+  ASSERT_TRUE(hostile.tx.push({ok.data(), ok.size()}));
+
+  const auto hostile_counters = [&] { return program_counters().back(); };
+  ASSERT_TRUE(eventually([&] { return hostile_counters().at("tx_frames") >= 1; }));
+  Counters hc = hostile_counters();
+  EXPECT_GE(hc.at("tx_malformed"), 1u);
+  EXPECT_GE(hc.at("tx_spoofed_source"), 2u);
+  EXPECT_GE(hc.at("tx_spoofed_qpn"), 1u);
+  EXPECT_GE(hc.at("tx_not_roce"), 1u);
+  EXPECT_EQ(hc.at("tx_frames"), 1u);
+
+  // The remote end heard the control datagram and nothing before it (the
+  // pipe keeps order).
+  const std::vector<Wc> got = r.poll(1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(got[0].src_qp, own);
+  EXPECT_EQ(std::memcmp(r.buf.data() + got[0].wr_id % 100 * 2048 + kGrh, "control!", 8), 0);
+  EXPECT_EQ(r.counters().at("engine.rx_roce") - roce_before, 1u);
+  EXPECT_TRUE(r.poll(1, 50ms).empty());
+
+  // Garbage over its ring's shared head.
+  auto* head = static_cast<std::uint8_t*>(hostile.rings->ring(port::ShmRegion::Ring::kToDaemon)) +
+               port::shm_layout::kHeadAt;
+  std::atomic_ref<std::uint32_t>(*reinterpret_cast<std::uint32_t*>(head))
+      .store(0xDEADBEEF, std::memory_order_release);
+  ASSERT_TRUE(eventually([&] { return hostile_counters().at("tx_ring_corrupt") >= 1; }));
+
+  // The daemon runs on, and the others' traffic flows.
+  EXPECT_EQ(program_count(), 2u);
+  ASSERT_NO_FATAL_FAILURE(exchange_ud(*victim, r));
+  ASSERT_NO_FATAL_FAILURE(exchange_rc(*victim, r));
+}
+
+TEST_F(Daemon, AProgramThatDoesNotDrainItsRingLosesOnlyItsOwnFrames) {
+  auto a = attach();
+  ASSERT_TRUE(a);
+  RawProgram stuck(config_.daemon_socket);
+  ASSERT_TRUE(stuck.rings);
+  const std::uint32_t qpn = stuck.alloc_qpn();
+  Host& r = remote();
+  ASSERT_TRUE(r.dev);
+  verbs::QueuePair* q = r.make_qp(QpType::kUd);
+  ASSERT_TRUE(q);
+  const verbs::Ah& ah = r.ah_to(a->gid());  // the device's address: the stuck program's too
+
+  // More datagrams than its ring has slots; the sends complete locally.
+  const std::uint32_t n = port::kShmSlots + 64;
+  std::uint32_t posted = 0, done = 0;
+  while (done < n) {
+    while (posted < n && posted - done < 32) {
+      ASSERT_NO_FATAL_FAILURE(r.send_ud(*q, ah, qpn, posted, 0, 64));
+      ++posted;
+    }
+    const std::vector<Wc> w = r.poll(1);
+    ASSERT_FALSE(w.empty());
+    for (const Wc& c : w) ASSERT_EQ(c.status, WcStatus::kSuccess);
+    done += static_cast<std::uint32_t>(w.size());
+  }
+  const auto stuck_counters = [&] { return program_counters().back(); };
+  ASSERT_TRUE(eventually([&] { return stuck_counters().at("rx_ring_full") > 0; }));
+  EXPECT_LE(stuck_counters().at("rx_frames"), std::uint64_t{port::kShmSlots});
+
+  ASSERT_NO_FATAL_FAILURE(exchange_ud(*a, r));
+  ASSERT_NO_FATAL_FAILURE(exchange_rc(*a, r));
+  EXPECT_EQ(program_counters().front().at("rx_ring_full"), 0u);
+}
+
+TEST_F(Daemon, AProgramKilledIsDroppedWithItsQpns) {
+  auto a = attach();
+  ASSERT_TRUE(a);
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(a->make_qp(QpType::kRc));
+  const std::size_t before = program_count();
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // The child: the raw protocol only (no threads, no verbs device),
+    // then it waits to be killed.
+    close(ready[0]);
+    const int s = connect_daemon(config_.daemon_socket);
+    if (s < 0) _exit(2);
+    Message req, reply;
+    req.op = Op::kAttach;
+    req.text = "uroce0";
+    if (!call(s, req, &reply) || reply.op != Op::kAttached) _exit(3);
+    for (int i = 0; i < 3; ++i) {
+      Message q, got;
+      q.op = Op::kAllocQpn;
+      if (!call(s, q, &got) || got.op != Op::kQpn) _exit(4);
+    }
+    if (write(ready[1], "r", 1) != 1) _exit(5);
+    for (;;) pause();
+  }
+  close(ready[1]);
+  pollfd p{ready[0], POLLIN, 0};
+  char byte = 0;
+  const bool up = ::poll(&p, 1, 10000) == 1 && read(ready[0], &byte, 1) == 1;
+  close(ready[0]);
+  const auto qps_of_all = [&] {
+    std::uint64_t n = 0;
+    for (const Counters& c : program_counters()) n += c.at("qps");
+    return n;
+  };
+  if (up) {
+    EXPECT_EQ(program_count(), before + 1);
+    EXPECT_EQ(qps_of_all(), 2u + 3u);
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(up) << "the child did not attach (status " << status << ")";
+  ASSERT_TRUE(eventually([&] { return program_count() == before; }));
+  EXPECT_EQ(qps_of_all(), 2u) << "the child's QPNs went with it";
+  auto b = attach();
+  ASSERT_TRUE(b);
+  ASSERT_NO_FATAL_FAILURE(exchange_rc(*a, *b));
+}
+
+TEST_F(Daemon, ProgramsFailWhenTheDaemonStops) {
+  std::atomic<int> fatal{0};
+  auto a = attach();
+  auto b = attach();
+  ASSERT_TRUE(a && b);
+  const int listener = a->dev->add_link_listener([&](verbs::Device::PortEvent e) {
+    if (e == verbs::Device::PortEvent::kFatal) fatal.fetch_add(1);
+  });
+  // b's QP stays in RESET: it takes nothing, so a's SEND waits for an
+  // ACK, and its local ACK timeout (code 20, some 4 s) holds it posted.
+  verbs::QueuePair* qa = a->make_qp(QpType::kRc);
+  verbs::QueuePair* qb = b->make_qp(QpType::kRc);
+  ASSERT_TRUE(qa && qb);
+  ASSERT_NO_FATAL_FAILURE(connect_rc(*qa, b->gid(), qb->qpn(), 20));
+  ASSERT_NO_FATAL_FAILURE(a->post_recv(*qa, 1, 0, 4096));
+  ASSERT_NO_FATAL_FAILURE(a->post_recv(*qa, 2, 4096, 4096));
+  ASSERT_NO_FATAL_FAILURE(a->post(*qa, a->wr(WrOpcode::kSend, 3, 8192, 100)));
+  ASSERT_TRUE(eventually([&] { return program_counters().front().at("tx_frames") >= 1; }));
+  EXPECT_TRUE(a->poll(1, 20ms).empty()) << "nothing answers a's SEND";
+
+  stop_loop();
+  server_.reset();
+  ASSERT_TRUE(eventually([&] { return a->dev->failed(); }));
+  EXPECT_TRUE(eventually([&] { return fatal.load() == 1; }));
+  const std::vector<Wc> w = a->poll(3);
+  ASSERT_EQ(w.size(), 3u);
+  std::set<std::uint64_t> ids;
+  for (const Wc& c : w) {
+    EXPECT_EQ(c.status, WcStatus::kWrFlushErr) << "wr " << c.wr_id;
+    ids.insert(c.wr_id);
+  }
+  EXPECT_EQ(ids, (std::set<std::uint64_t>{1, 2, 3}));
+  int err = 0;
+  EXPECT_EQ(a->make_qp(QpType::kRc, &err), nullptr);
+  EXPECT_EQ(err, EIO);
+  EXPECT_TRUE(eventually([&] { return b->dev->failed(); }));
+  a->dev->remove_link_listener(listener);
+}
+
+}  // namespace
+}  // namespace uroce::daemon
