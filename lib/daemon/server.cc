@@ -117,6 +117,10 @@ std::unique_ptr<Server> Server::open(const Config& c, std::string* error) {
   if (const int probe = connect_daemon(s->path_); probe >= 0) {
     close(probe);
     *error = "another uroced is serving " + s->path_;
+    // Not ours to unlink: ~Server removes the socket of a daemon that
+    // listened, and this one never will.
+    close(s->listen_fd_);
+    s->listen_fd_ = -1;
     return nullptr;
   }
   unlink(s->path_.c_str());
@@ -230,7 +234,7 @@ bool Server::serve(Conn& c) {
   Message m;
   const int r = recv_message(c.fd, &m);
   if (r < 0 && errno == EAGAIN) return true;
-  if (r <= 0) return false;  // hung up (exited, killed), or spoke nonsense
+  if (r <= 0) return false;    // hung up (exited, killed), or spoke nonsense
   if (m.fd >= 0) close(m.fd);  // programs hand us no descriptors
   const auto reply = [&](Op op, std::uint32_t value, std::string text = {}, int fd = -1) {
     Message out;
