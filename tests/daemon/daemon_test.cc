@@ -503,6 +503,18 @@ TEST_F(Daemon, DevicesAreListedWithTheirAddressesAndNoneWithoutADaemon) {
   EXPECT_TRUE(daemon_devices(config_).empty()) << "a daemon that stopped lists nothing";
 }
 
+TEST_F(Daemon, ASecondDaemonOnTheSocketIsRefusedAndTheFirstServesOn) {
+  Config second = config_;
+  second.devices[0].port = pipe_ + "-second";  // a port of its own, on no one's pipe
+  std::string err;
+  EXPECT_EQ(Server::open(second, &err), nullptr);
+  EXPECT_NE(err.find("another uroced"), std::string::npos) << err;
+  EXPECT_EQ(daemon_devices(config_).size(), 1u) << "the first daemon's socket is still there";
+  auto a = attach();
+  ASSERT_TRUE(a);
+  EXPECT_EQ(program_count(), 1u);
+}
+
 TEST_F(Daemon, TwoProgramsMoveBytesIntactBothWaysThroughTheDaemon) {
   auto a = attach();
   auto b = attach();
