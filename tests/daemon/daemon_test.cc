@@ -396,10 +396,13 @@ class Daemon : public ::testing::Test {
     char tmpl[] = "/tmp/uroced-test-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr) << std::strerror(errno);
     dir_ = tmpl;
-    // Unique in the process and across processes run side by side.
+    // Unique across processes run side by side, and across the runs of
+    // one process (--gtest_repeat): a pipe's first end waits in the
+    // driver for its second.
+    static int runs = 0;
     pipe_ = "pipe:daemon-" +
             std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "-" +
-            std::to_string(getpid());
+            std::to_string(getpid()) + "-" + std::to_string(++runs);
     config_.daemon_socket = dir_ + "/uroced.sock";
     DeviceConfig dc;
     dc.name = "uroce0";
