@@ -76,6 +76,9 @@ void HostSwitch::detach(Program* p) {
 
 std::uint32_t HostSwitch::alloc_qpn(Program& p) {
   if (p.qpns_.size() >= verbs::kMaxQp) return 0;
+  // mu_ too: for_each_counter reads the program's QP count from the
+  // stats thread.
+  std::lock_guard lock(mu_);
   return engine_->locked([&] {
     for (;;) {
       const std::uint32_t q = transport::secure_random_qpn();
@@ -88,6 +91,7 @@ std::uint32_t HostSwitch::alloc_qpn(Program& p) {
 }
 
 bool HostSwitch::free_qpn(Program& p, std::uint32_t qpn) {
+  std::lock_guard lock(mu_);
   return engine_->locked([&] {
     const auto it = qpns_.find(qpn);
     if (it == qpns_.end() || it->second != &p) return false;

@@ -110,7 +110,7 @@ class HostSwitch final : private engine::Forwarder {
   std::vector<std::unique_ptr<Program>> programs_;
   std::unordered_map<std::uint32_t, Program*> qpns_;  ///< the host's QPN space
   std::size_t rr_ = 0;                                ///< whose ring is read first
-  mutable std::mutex mu_;  ///< programs_ changing, against for_each_counter
+  mutable std::mutex mu_;  ///< programs_ and their QPNs changing, against for_each_counter
 };
 
 }  // namespace uroce::daemon
