@@ -588,6 +588,31 @@ TEST_F(Daemon, QpnsAreUniqueAcrossProgramsAndFreedWithTheirProgram) {
   }
 }
 
+TEST_F(Daemon, CountersMayBeReadWhileProgramsTakeAndGiveBackQpns) {
+  // As uroce-stat does, from a thread of its own (the stats server's).
+  std::atomic<bool> done{false};
+  std::thread reader([&] {
+    while (!done.load()) {
+      std::uint64_t qps = 0;
+      sw().for_each_counter([&](std::string_view, std::string_view name, std::uint64_t v) {
+        if (name == "qps") qps += v;
+      });
+      EXPECT_LE(qps, 64u);
+      std::this_thread::yield();
+    }
+  });
+  {
+    auto a = attach();
+    ASSERT_TRUE(a);
+    for (int round = 0; round < 4; ++round) {
+      for (int i = 0; i < 16; ++i) ASSERT_TRUE(a->make_qp(QpType::kRc));
+      a->qps.clear();
+    }
+  }
+  done = true;
+  reader.join();
+}
+
 TEST_F(Daemon, AHostileProgramIsContainedAndCounted) {
   auto victim = attach();
   ASSERT_TRUE(victim);
