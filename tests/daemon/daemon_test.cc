@@ -613,6 +613,54 @@ TEST_F(Daemon, CountersMayBeReadWhileProgramsTakeAndGiveBackQpns) {
   reader.join();
 }
 
+TEST_F(Daemon, AConnectionGetsOnlyWhatItMayAskFor) {
+  auto a = attach();
+  ASSERT_TRUE(a);
+  verbs::QueuePair* q = a->make_qp(QpType::kRc);
+  ASSERT_TRUE(q);
+  const int s = connect_daemon(config_.daemon_socket);
+  ASSERT_GE(s, 0);
+  const auto ask = [&](Op op, std::uint32_t value, std::string text = {}) {
+    Message req, reply;
+    req.op = op;
+    req.value = value;
+    req.text = std::move(text);
+    EXPECT_TRUE(call(s, req, &reply)) << std::strerror(errno);
+    if (reply.fd >= 0) close(reply.fd);
+    return reply;
+  };
+  Message r = ask(Op::kAllocQpn, 0);
+  EXPECT_EQ(r.op, Op::kError) << "not attached";
+  EXPECT_EQ(r.value, std::uint32_t{EINVAL});
+  r = ask(Op::kAttach, 0, "uroce9");
+  EXPECT_EQ(r.op, Op::kError);
+  EXPECT_EQ(r.value, std::uint32_t{ENODEV});
+  EXPECT_EQ(ask(Op::kAttach, 0, "uroce0").op, Op::kAttached);
+  r = ask(Op::kAttach, 0, "uroce0");
+  EXPECT_EQ(r.op, Op::kError) << "attached already";
+  EXPECT_EQ(r.value, std::uint32_t{EBUSY});
+  r = ask(Op::kFreeQpn, q->qpn());
+  EXPECT_EQ(r.op, Op::kError) << "another program's QPN";
+  EXPECT_EQ(r.value, std::uint32_t{EINVAL});
+  r = ask(Op::kQpn, 5);
+  EXPECT_EQ(r.op, Op::kError) << "a reply is no request";
+  EXPECT_EQ(program_count(), 2u);
+  EXPECT_EQ(program_counters().front().at("qps"), 1u) << "a keeps its QPN";
+  close(s);
+  ASSERT_TRUE(eventually([&] { return program_count() == 1; }));
+  // a's QPN is still a's: frames for it still reach it.
+  auto b = attach();
+  ASSERT_TRUE(b);
+  verbs::QueuePair* qb = b->make_qp(QpType::kRc);
+  ASSERT_TRUE(qb);
+  ASSERT_NO_FATAL_FAILURE(connect_rc(*q, b->gid(), qb->qpn()));
+  ASSERT_NO_FATAL_FAILURE(connect_rc(*qb, a->gid(), q->qpn()));
+  ASSERT_NO_FATAL_FAILURE(a->post_recv(*q, 1, 0, 256));
+  ASSERT_NO_FATAL_FAILURE(b->post(*qb, b->wr(WrOpcode::kSend, 2, 0, 64)));
+  EXPECT_EQ(a->expect_ok().wr_id, 1u);
+  EXPECT_EQ(b->expect_ok().wr_id, 2u);
+}
+
 TEST_F(Daemon, AHostileProgramIsContainedAndCounted) {
   auto victim = attach();
   ASSERT_TRUE(victim);
