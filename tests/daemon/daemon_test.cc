@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -775,6 +776,11 @@ TEST_F(Daemon, AProgramKilledIsDroppedWithItsQpns) {
   auto a = attach();
   ASSERT_TRUE(a);
   for (int i = 0; i < 2; ++i) ASSERT_TRUE(a->make_qp(QpType::kRc));
+  Host& r = remote();
+  ASSERT_TRUE(r.dev);
+  verbs::QueuePair* uq = r.make_qp(QpType::kUd);
+  ASSERT_TRUE(uq);
+  const verbs::Ah& ah = r.ah_to(a->gid());
   const std::size_t before = program_count();
   int ready[2];
   ASSERT_EQ(pipe(ready), 0);
@@ -782,7 +788,9 @@ TEST_F(Daemon, AProgramKilledIsDroppedWithItsQpns) {
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     // The child: the raw protocol only (no threads, no verbs device),
-    // then it waits to be killed.
+    // then it tells its QPNs and waits to be killed (or for the test to
+    // end, should it fail first).
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     close(ready[0]);
     const int s = connect_daemon(config_.daemon_socket);
     if (s < 0) _exit(2);
@@ -790,27 +798,34 @@ TEST_F(Daemon, AProgramKilledIsDroppedWithItsQpns) {
     req.op = Op::kAttach;
     req.text = "uroce0";
     if (!call(s, req, &reply) || reply.op != Op::kAttached) _exit(3);
-    for (int i = 0; i < 3; ++i) {
+    std::uint32_t qpns[3];
+    for (std::uint32_t& qpn : qpns) {
       Message q, got;
       q.op = Op::kAllocQpn;
       if (!call(s, q, &got) || got.op != Op::kQpn) _exit(4);
+      qpn = got.value;
     }
-    if (write(ready[1], "r", 1) != 1) _exit(5);
+    if (write(ready[1], qpns, sizeof(qpns)) != sizeof(qpns)) _exit(5);
     for (;;) pause();
   }
   close(ready[1]);
   pollfd p{ready[0], POLLIN, 0};
-  char byte = 0;
-  const bool up = ::poll(&p, 1, 10000) == 1 && read(ready[0], &byte, 1) == 1;
+  std::uint32_t qpns[3] = {};
+  const bool up = ::poll(&p, 1, 10000) == 1 && read(ready[0], qpns, sizeof(qpns)) == sizeof(qpns);
   close(ready[0]);
   const auto qps_of_all = [&] {
     std::uint64_t n = 0;
     for (const Counters& c : program_counters()) n += c.at("qps");
     return n;
   };
+  const auto engine_count = [&](const char* name) { return daemon_counters().at(name); };
   if (up) {
     EXPECT_EQ(program_count(), before + 1);
     EXPECT_EQ(qps_of_all(), 2u + 3u);
+    // Expect: a datagram to the child's QPN is the child's.
+    const std::uint64_t forwarded = engine_count("engine.rx_forwarded");
+    r.send_ud(*uq, ah, qpns[0], 1, 0, 64);
+    EXPECT_TRUE(eventually([&] { return engine_count("engine.rx_forwarded") > forwarded; }));
   }
   kill(pid, SIGKILL);
   int status = 0;
@@ -818,6 +833,11 @@ TEST_F(Daemon, AProgramKilledIsDroppedWithItsQpns) {
   ASSERT_TRUE(up) << "the child did not attach (status " << status << ")";
   ASSERT_TRUE(eventually([&] { return program_count() == before; }));
   EXPECT_EQ(qps_of_all(), 2u) << "the child's QPNs went with it";
+  // Expect: datagrams to them now find nobody.
+  const std::uint64_t unknown = engine_count("engine.rx_unknown_qpn");
+  for (std::uint32_t qpn : qpns) r.send_ud(*uq, ah, qpn, 2, 0, 64);
+  EXPECT_TRUE(eventually([&] { return engine_count("engine.rx_unknown_qpn") >= unknown + 3; }));
+  EXPECT_EQ(r.poll(4).size(), 4u) << "the remote's sends complete";
   auto b = attach();
   ASSERT_TRUE(b);
   ASSERT_NO_FATAL_FAILURE(exchange_rc(*a, *b));
