@@ -59,8 +59,11 @@ std::uint32_t AttachedPort::alloc_qpn() {
   Message req;
   req.op = Op::kAllocQpn;
   Message reply;
-  if (!call(sock_, req, &reply) || reply.op != Op::kQpn) {
-    log::get().warn("uroced gave no QPN: {}", reply.op == Op::kError ? reply.text : "hung up");
+  // A Message's op is kError until a reply sets it: whether the call
+  // went through is the call's answer, not the op's.
+  const bool answered = call(sock_, req, &reply);
+  if (!answered || reply.op != Op::kQpn) {
+    log::get().warn("uroced gave no QPN: {}", answered ? reply.text : "it hung up");
     return 0;
   }
   return reply.value;

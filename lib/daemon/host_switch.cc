@@ -96,6 +96,8 @@ void HostSwitch::detach(Program* p) {
 }
 
 std::uint32_t HostSwitch::alloc_qpn(Program& p) {
+  // mu_ too: for_each_counter reads the program's QP count from the
+  // stats thread.
   std::lock_guard lock(mu_);
   if (p.qpns_.size() >= verbs::kMaxQp) return 0;
   return engine_->locked([&] {

@@ -129,7 +129,7 @@ class HostSwitch final : private engine::Forwarder {
   std::unordered_map<std::uint32_t, Program*> comm_ids_;
   std::unordered_map<std::uint64_t, Program*> cm_services_;
   std::size_t rr_ = 0;                                ///< whose ring is read first
-  mutable std::mutex mu_;  ///< programs_ and retired_ changing, against for_each_counter
+  mutable std::mutex mu_;  ///< programs_, their QPNs and retired_ changing, against for_each_counter
   /// The counters of the programs that detached, summed.
   std::array<std::uint64_t, ProgramCounters::kSize> retired_{};
 };

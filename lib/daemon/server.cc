@@ -129,6 +129,10 @@ std::unique_ptr<Server> Server::open(const Config& c, std::string* error) {
   if (const int probe = connect_daemon(s->path_); probe >= 0) {
     close(probe);
     *error = "another uroced is serving " + s->path_;
+    // Not ours to unlink: ~Server removes the socket of a daemon that
+    // listened, and this one never will.
+    close(s->listen_fd_);
+    s->listen_fd_ = -1;
     return nullptr;
   }
   unlink(s->path_.c_str());
