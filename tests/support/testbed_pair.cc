@@ -56,7 +56,7 @@ std::string TestbedPair::daemon_socket(char host) const {
   return dir() + "/" + std::string(1, host) + ".sock";
 }
 
-std::unique_ptr<Child> TestbedPair::start_daemon(char host) const {
+std::unique_ptr<Child> TestbedPair::start_daemon(char host, const std::string& extra) const {
   const std::string h(1, host);
   const std::string config = dir() + "/uroced-" + h + ".toml";
   std::string ip = host == 'a' ? "\"10.77.0.1/24\"" : "\"10.77.0.2/24\"";
@@ -64,7 +64,8 @@ std::unique_ptr<Child> TestbedPair::start_daemon(char host) const {
   {
     std::ofstream f(config);
     f << "[[device]]\nname = \"uroce0\"\nport = \"net_af_packet0,iface=rdma\"\nip = [" << ip
-      << "]\n[daemon]\nsocket = \"" << daemon_socket(host) << "\"\n";
+      << "]\n[daemon]\nsocket = \"" << daemon_socket(host) << "\"\n"
+      << extra;
   }
   // A daemon started again must not be taken for up by its predecessor's log.
   sh("mkdir -p " + dir() + "/" + h + "d; rm -f " + dir() + "/uroced-" + h + ".log");

@@ -67,7 +67,8 @@ class TestbedPair {
   /// host's addresses, its socket <dir>/<host>.sock, its stats endpoint
   /// in <dir>/<host>d/), started and listening; null if it did not come up
   /// (its log is <dir>/uroced-<host>.log).
-  std::unique_ptr<Child> start_daemon(char host) const;
+  /// `extra` is appended to its configuration (TOML tables).
+  std::unique_ptr<Child> start_daemon(char host, const std::string& extra = "") const;
   std::string daemon_socket(char host) const;
   /// A shell command running `program` on `host` attached to the host's
   /// daemon (uroce-run with no port), `env` set for it.

@@ -265,5 +265,72 @@ TEST_F(Uroced, TwoConnectionManagersOfOneHostEachGetTheirOwnConnections) {
   listener.wait(10s);
 }
 
+TEST_F(Uroced, ACaptureOfTheDeviceDecodesAndPrometheusAgreesWithUroceStat) {
+  // Host a's daemon again, this time serving Prometheus too.
+  daemons_[0]->interrupt();
+  ASSERT_EQ(daemons_[0]->wait(20s), 0);
+  daemons_[0] = bed_.start_daemon('a', "[stats]\nprometheus = \"127.0.0.1:9464\"\n");
+  ASSERT_TRUE(daemons_[0]) << slurp(dir() + "/uroced-a.log");
+
+  // What host a's device sends and receives: a pair across the link and
+  // a pair inside the host (self-delivered, never on the wire).
+  const std::string pcap = dir() + "/device-a.pcapng";
+  Child capture("ip netns exec " + bed_.ns('a') + " " + std::string(UROCE_BIN_DIR) +
+                    "/uroce-stat capture --socket " + bed_.daemon_socket('a') + " -w " + pcap +
+                    " -t 60",
+                dir() + "/capture.log");
+  std::this_thread::sleep_for(500ms);
+  {
+    Child server(attached('b', "ibv_rc_pingpong -d uroce0 -g 1 -n 200"), dir() + "/s1.log");
+    bed_.wait_for_tcp_listener('b', 18515, 20s);
+    Child client(attached('a', "ibv_rc_pingpong -d uroce0 -g 1 -n 200 192.168.77.2"),
+                 dir() + "/c1.log");
+    ASSERT_EQ(client.wait(60s), 0) << client.output();
+    ASSERT_EQ(server.wait(20s), 0) << server.output();
+  }
+  {
+    Child server(attached('a', "ibv_rc_pingpong -d uroce0 -g 1 -n 200 -p 18520"),
+                 dir() + "/s2.log");
+    bed_.wait_for_tcp_listener('a', 18520, 20s);
+    Child client(attached('a', "ibv_rc_pingpong -d uroce0 -g 1 -n 200 -p 18520 localhost"),
+                 dir() + "/c2.log");
+    ASSERT_EQ(client.wait(60s), 0) << client.output();
+    ASSERT_EQ(server.wait(20s), 0) << server.output();
+  }
+  capture.interrupt();
+  ASSERT_EQ(capture.wait(20s), 0) << capture.output();
+  const auto frames = test::tshark_decode(
+      pcap, {"frame.number", "udp.dstport", "infiniband.bth.opcode", "_ws.malformed",
+             "frame.comment"});
+  std::size_t roce = 0, self = 0;
+  for (const auto& f : frames) {
+    EXPECT_EQ(f.at("_ws.malformed"), "") << pcap << " frame " << f.at("frame.number");
+    if (f.at("udp.dstport") != "4791") continue;
+    ++roce;
+    EXPECT_NE(f.at("infiniband.bth.opcode"), "") << "frame " << f.at("frame.number");
+    if (f.at("frame.comment").find("self-delivered") != std::string::npos) ++self;
+  }
+  // Both ping-pongs, each way: 200 iterations of SEND and ACK at least.
+  EXPECT_GE(roce, 4u * 200) << capture.output();
+  EXPECT_GE(self, 2u * 200) << capture.output();
+
+  // Idle now: Prometheus and uroce-stat print the same numbers.
+  const std::string metrics = dir() + "/metrics.txt";
+  ASSERT_EQ(test::sh("ip netns exec " + bed_.ns('a') +
+                     " /usr/bin/python3 -c \"import urllib.request; print(urllib.request.urlopen("
+                     "'http://127.0.0.1:9464/metrics').read().decode())\" > " + metrics),
+            0);
+  const std::string text = slurp(metrics);
+  auto d = daemon_counters('a');
+  for (const char* counter : {"rx_frames", "tx_frames", "tx_loopback", "rx_forwarded"}) {
+    const std::regex line(std::string("uroce_") + counter +
+                          R"(\{device="uroce0",scope="engine"\} (\d+))");
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(text, m, line)) << counter << " not in:\n" << text;
+    EXPECT_EQ(std::stoull(m[1]), d[std::string("engine.") + counter]) << counter;
+    EXPECT_GT(std::stoull(m[1]), 0u) << counter;
+  }
+}
+
 }  // namespace
 }  // namespace uroce
