@@ -12,7 +12,9 @@
 // docs/daemon.md says more.
 
 #include <signal.h>
+#include <sys/resource.h>
 
+#include <cerrno>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -68,6 +70,12 @@ int main(int argc, char** argv) {
   // A daemon says what it does: info unless the configuration asks for
   // more (or less) than the programs' default.
   uroce::log::set_level(r.config->log_level == "warn" ? "info" : r.config->log_level);
+
+  // Before any thread starts (EAL's, the stats server's): each inherits
+  // the nice value of the thread that makes it.
+  if (setpriority(PRIO_PROCESS, 0, r.config->daemon_nice) != 0)
+    uroce::log::get().warn("uroced: cannot set daemon.nice {}: {}", r.config->daemon_nice,
+                           std::strerror(errno));
 
   struct sigaction sa{};
   sa.sa_handler = on_signal;

@@ -80,6 +80,9 @@ start_daemons() {
       sleep 0.05
     done
   done
+  if [[ -n ${UROCED_NICE:-} ]]; then  # another nice value than the configured one
+    for p in "${daemons[@]}"; do renice -n "$UROCED_NICE" -p "$p" >/dev/null; ps -L -o tid= -p "$p" | xargs -r renice -n "$UROCED_NICE" -p >/dev/null; done
+  fi
 }
 
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }

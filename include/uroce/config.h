@@ -126,6 +126,10 @@ struct Config {
   /// and a program whose configuration names no device of its own attaches
   /// to the devices of the daemon there.
   std::string daemon_socket = "/run/uroce/uroced.sock";
+  /// The device daemon's nice value ([daemon] nice): it is on every
+  /// frame's path, so on a busy machine it should get the core when it has
+  /// frames to move (it gives it up when it has none).
+  int daemon_nice = -10;
 };
 
 /// The result of loading: a configuration, or an error that names the key.

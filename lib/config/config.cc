@@ -296,7 +296,8 @@ DcqcnSettings read_dcqcn(const TomlReader& t) {
 }
 
 void read_daemon(const TomlReader& t, Config* c) {
-  t.only({"socket"});
+  t.only({"socket", "nice"});
+  c->daemon_nice = t.number("nice", c->daemon_nice, -20, 19);
   c->daemon_socket = t.string("socket").value_or(c->daemon_socket);
   if (c->daemon_socket.empty() || c->daemon_socket[0] != '/')
     t.fail("socket", "must be an absolute path");
