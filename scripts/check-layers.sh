@@ -25,11 +25,12 @@ declare -A allowed=(
   [engine]="port transport pfc wire counters log"
   [switch]="port pfc wire counters log config"
   [verbs]="engine port transport cc pfc cm wire counters config log stats"
+  [daemon]="verbs engine port transport cm wire counters config log stats"
   [api]="verbs wire config"
   [dpdk]="verbs port wire counters log config"
-  [ibverbs]="verbs wire log config"
+  [ibverbs]="daemon verbs wire log config"
   [rdmacm]="ibverbs verbs cm wire log config"
-  [apps]="api dpdk switch verbs port pfc wire counters config log stats"
+  [apps]="api daemon dpdk switch verbs port pfc wire counters config log stats"
 )
 
 status=0

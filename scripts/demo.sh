@@ -5,25 +5,61 @@
 # each other over uroce, RoCEv2 on a veth pair that uroce drives through
 # DPDK's net_af_packet. Installs what it needs, builds, runs, prints the
 # results and removes the namespaces. No hugepages needed.
-# Run as root: sudo scripts/demo.sh
+# With --daemon, each host runs uroced, which owns its device, and the
+# programs attach to it, as programs share an RDMA NIC.
+# Run as root: sudo scripts/demo.sh [--daemon]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+daemon=0
+[[ ${1:-} == --daemon ]] && daemon=1
 bash scripts/setup.sh
 cmake -S . -B build -G Ninja >/dev/null
-cmake --build build -j "$(nproc)" --target uroce-run uroce-ibverbs
+cmake --build build -j "$(nproc)" --target uroce-run uroce-ibverbs uroced
 
 prefix=uroce-demo-
 run="$PWD/build/bin/uroce-run"
-trap 'scripts/testbed.sh down $prefix' EXIT
+work=$(mktemp -d)
+cleanup() {
+  jobs -p | xargs -r kill 2>/dev/null || true
+  wait 2>/dev/null || true
+  scripts/testbed.sh down "$prefix"
+  rm -rf "$work"
+}
+trap cleanup EXIT
 scripts/testbed.sh up "$prefix"
+
+if ((daemon)); then
+  for host in a b; do
+    [[ $host == a ]] && n=1 || n=2
+    cat >"$work/$host.toml" <<EOF
+[[device]]
+name = "uroce0"
+port = "net_af_packet0,iface=rdma"
+ip = ["10.77.0.$n/24"]
+[daemon]
+socket = "$work/$host.sock"
+EOF
+    ip netns exec "$prefix$host" "$PWD/build/bin/uroced" --config "$work/$host.toml" \
+      >"$work/uroced-$host.log" 2>&1 &
+    for _ in $(seq 100); do
+      grep -q "listening on" "$work/uroced-$host.log" && break
+      sleep 0.1
+    done
+    echo "uroced on host $host: $(grep -m1 'listening on' "$work/uroced-$host.log")"
+  done
+fi
 
 # host a is 10.77.0.1 to uroce (192.168.77.1 to the kernel), b is .2
 over_uroce() {  # HOST PROGRAM ARGS...
   local host=$1 n
   shift
   [[ $host == a ]] && n=1 || n=2
-  ip netns exec "$prefix$host" "$run" --port net_af_packet0,iface=rdma \
-    --ip "10.77.0.$n/24" -- "$@"
+  if ((daemon)); then
+    ip netns exec "$prefix$host" env UROCE_DAEMON_SOCKET="$work/$host.sock" "$run" -- "$@"
+  else
+    ip netns exec "$prefix$host" "$run" --port net_af_packet0,iface=rdma \
+      --ip "10.77.0.$n/24" -- "$@"
+  fi
 }
 
 pair() {  # PROGRAM ARGS... : server on b, client on a

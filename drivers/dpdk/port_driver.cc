@@ -20,8 +20,9 @@ namespace uroce::dpdk {
 
 namespace {
 
-// Every port string is DPDK's: a vdev or a PCI address.
-bool claims(const DeviceConfig&) { return true; }
+// Every port string is DPDK's, a vdev or a PCI address, but those of the
+// device daemon's devices ("uroced:<device>", lib/daemon's driver).
+bool claims(const DeviceConfig& dc) { return !dc.port.starts_with("uroced:"); }
 
 std::unique_ptr<port::Port> open(const DeviceConfig& dc, const Config& c, std::string* error) {
   // EAL starts once per process and probes its devices then: hand it

@@ -14,6 +14,7 @@
 #include <set>
 #include <vector>
 
+#include "daemon/discovery.h"
 #include "ibverbs/forward.h"
 #include "ibverbs/provider.h"
 #include "log/log.h"
@@ -35,6 +36,9 @@ std::vector<UDevice*> load_devices() {
     return out;
   }
   log::set_level(r.config->log_level);
+  // A program given no device of its own uses the host's, through the
+  // device daemon when one runs (lib/daemon).
+  if (r.config->devices.empty()) r.config->devices = daemon::daemon_devices(*r.config);
   for (const DeviceConfig& dc : r.config->devices) {
     auto* u = new UDevice();
     u->cfg = dc;
@@ -73,12 +77,14 @@ std::uint64_t guid_before_open(const DeviceConfig& dc) {
   return g;
 }
 
-// At exit, stop the poll threads and close the ports before the
-// process's static objects (the logger among them) go away.
+// At exit, stop the poll threads before the process's static objects
+// (the logger among them) go away, and write the counters out. The
+// devices themselves stay: the thread calling exit() need not be the
+// program's last (Device::end_of_process); the kernel closes the ports.
 void close_all() {
   for (UDevice* u : devices()) {
     std::lock_guard lock(u->mu);
-    u->dev.reset();
+    if (u->dev) u->dev->end_of_process();
   }
 }
 
@@ -237,11 +243,23 @@ ibv_context* ibv_open_device(ibv_device* device) {
   v.alloc_dm = alloc_dm;
   v.free_dm = free_dm;
   v.reg_dm_mr = reg_dm_mr;
-  // The port's link going up or down is an asynchronous event.
-  c->link_listener = c->dev->add_link_listener([c](bool up) {
+  // The port's link going up or down is an asynchronous event; so is the
+  // loss of the device (a shared device's daemon exited).
+  c->link_listener = c->dev->add_link_listener([c](uroce::verbs::Device::PortEvent ev) {
     ibv_async_event e{};
     e.element.port_num = 1;
-    e.event_type = up ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR;
+    switch (ev) {
+      case uroce::verbs::Device::PortEvent::kActive:
+        e.event_type = IBV_EVENT_PORT_ACTIVE;
+        break;
+      case uroce::verbs::Device::PortEvent::kDown:
+        e.event_type = IBV_EVENT_PORT_ERR;
+        break;
+      case uroce::verbs::Device::PortEvent::kFatal:
+        e.event_type = IBV_EVENT_DEVICE_FATAL;
+        e.element.port_num = 0;  // a device event names no port
+        break;
+    }
     post_async_event(c, e);
   });
   ++u->opens;

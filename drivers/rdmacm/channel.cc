@@ -165,11 +165,26 @@ int Ucma::close(int fd) {
   // one) a moment to be back inside it, as it would be with the kernel.
   const pid_t reader = f->last_reader.load(std::memory_order_relaxed);
   if (reader != 0 && reader != gettid()) {
+    const auto out_of_get = [&] {
+      return f->gets_begun.load(std::memory_order_acquire) ==
+             f->gets_ended.load(std::memory_order_acquire);
+    };
     const auto until = std::chrono::steady_clock::now() + kReaderGrace;
-    while (f->gets_begun.load(std::memory_order_acquire) ==
-               f->gets_ended.load(std::memory_order_acquire) &&
-           std::chrono::steady_clock::now() < until)
+    while (out_of_get() && std::chrono::steady_clock::now() < until)
       std::this_thread::sleep_for(std::chrono::microseconds(200));
+    // Counted, so that a grace too short for a loaded machine shows in
+    // uroce-stat rather than as a program's rare EBADF.
+    const bool ran_out = out_of_get();
+    {
+      std::lock_guard lock(gsi_mu_);
+      if (gsi_) {
+        gsi_->count(verbs::GsiCounter::kUcmaCloseReaderWaits);
+        if (ran_out) gsi_->count(verbs::GsiCounter::kUcmaCloseReaderExpired);
+      }
+    }
+    if (ran_out)
+      log::get().debug("rdma_cm: close of fd {}: thread {} not back in GET_EVENT after {} ms", fd,
+                       reader, kReaderGrace.count());
   }
   std::vector<int> expired;
   {

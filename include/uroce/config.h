@@ -106,6 +106,13 @@ struct DcqcnSettings {
   std::uint8_t cnp_802p_prio = 6;
 };
 
+/// What each process serves its counters on, besides its stats socket.
+struct StatsSettings {
+  /// "host:port" ("[::1]:9464" for IPv6) where GET /metrics answers in
+  /// Prometheus' text format; empty: no such endpoint.
+  std::string prometheus;
+};
+
 struct Config {
   std::vector<DeviceConfig> devices;
   std::vector<std::string> eal_args;  ///< extra EAL arguments
@@ -114,6 +121,15 @@ struct Config {
   FaultSettings fault;
   PfcSettings pfc;
   DcqcnSettings dcqcn;
+  StatsSettings stats;
+  /// The device daemon's socket ([daemon] socket): uroced listens on it,
+  /// and a program whose configuration names no device of its own attaches
+  /// to the devices of the daemon there.
+  std::string daemon_socket = "/run/uroce/uroced.sock";
+  /// The device daemon's nice value ([daemon] nice): it is on every
+  /// frame's path, so on a busy machine it should get the core when it has
+  /// frames to move (it gives it up when it has none).
+  int daemon_nice = -10;
 };
 
 /// The result of loading: a configuration, or an error that names the key.

@@ -334,6 +334,13 @@ class Cma {
   /// The ServiceIDs the CM listens on (every rdma_cm listener of a port
   /// shares its port's one).
   std::size_t listening() const { return ib_listeners_.size(); }
+  /// Those ServiceIDs, in order.
+  std::vector<std::uint64_t> listening_services() const {
+    std::vector<std::uint64_t> out;
+    out.reserve(ib_listeners_.size());
+    for (const auto& [sid, l] : ib_listeners_) out.push_back(sid);
+    return out;
+  }
 
   IbCm& ib() { return ib_; }
   const IbCm& ib() const { return ib_; }

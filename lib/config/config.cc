@@ -79,7 +79,14 @@ void apply_env(toml::table& root, const std::vector<std::string>& env,
       origin["log.level"] = name;
       continue;
     }
-    for (const std::string table : {"EAL", "LOG", "FAULT", "PFC", "DCQCN"}) {
+    // UROCE_STATS_DIR and UROCE_STATS_FILE are the stats endpoint's own,
+    // not keys of [stats].
+    if (name == "UROCE_STATS_PROMETHEUS") {
+      subtable(root, "stats").insert_or_assign("prometheus", value);
+      origin["stats.prometheus"] = name;
+      continue;
+    }
+    for (const std::string table : {"EAL", "LOG", "FAULT", "PFC", "DCQCN", "DAEMON"}) {
       const std::string prefix = "UROCE_" + table + "_";
       if (name.rfind(prefix, 0) != 0) continue;
       const std::string key = lower(name.substr(prefix.size()));
@@ -288,9 +295,41 @@ DcqcnSettings read_dcqcn(const TomlReader& t) {
   return d;
 }
 
+void read_daemon(const TomlReader& t, Config* c) {
+  t.only({"socket", "nice"});
+  c->daemon_nice = t.number("nice", c->daemon_nice, -20, 19);
+  c->daemon_socket = t.string("socket").value_or(c->daemon_socket);
+  if (c->daemon_socket.empty() || c->daemon_socket[0] != '/')
+    t.fail("socket", "must be an absolute path");
+  if (c->daemon_socket.size() >= 108) t.fail("socket", "is longer than a socket path can be");
+}
+
+// "host:port", the host an IP address ("[v6]:port"), the port 0 to 65535.
+bool is_listen_address(const std::string& text) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) return false;
+  std::string host = text.substr(0, colon);
+  const std::string port = text.substr(colon + 1);
+  if (port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5 ||
+      std::stoul(port) > 65535)
+    return false;
+  unsigned char buf[16];
+  if (host.front() == '[' && host.back() == ']')
+    return inet_pton(AF_INET6, host.substr(1, host.size() - 2).c_str(), buf) == 1;
+  return inet_pton(AF_INET, host.c_str(), buf) == 1;
+}
+
+void read_stats(const TomlReader& t, Config* c) {
+  t.only({"prometheus"});
+  c->stats.prometheus = t.string("prometheus").value_or(c->stats.prometheus);
+  if (!c->stats.prometheus.empty() && !is_listen_address(c->stats.prometheus))
+    t.fail("prometheus",
+           "'" + c->stats.prometheus + "' is not an address and port like 127.0.0.1:9464");
+}
+
 // Tables in this order: a later one may depend on an earlier one.
 Config build(const TomlReader& root) {
-  root.only({"device", "eal", "log", "fault", "pfc", "dcqcn"});
+  root.only({"device", "eal", "log", "fault", "pfc", "dcqcn", "daemon", "stats"});
   Config c;
   c.devices = read_devices(root);
   if (const auto t = root.table("eal")) read_eal(*t, &c);
@@ -298,6 +337,8 @@ Config build(const TomlReader& root) {
   if (const auto t = root.table("fault")) c.fault = read_fault(*t);
   if (const auto t = root.table("pfc")) c.pfc = read_pfc(*t, c.fault);
   if (const auto t = root.table("dcqcn")) c.dcqcn = read_dcqcn(*t);
+  if (const auto t = root.table("daemon")) read_daemon(*t, &c);
+  if (const auto t = root.table("stats")) read_stats(*t, &c);
   return c;
 }
 

@@ -38,6 +38,7 @@ enum class EngineCounter : std::uint8_t {
   kRxMcastDelivered,  ///< ... their copies, one per attached QP
   kRxMcastNoGroup,    ///< ... to a group no QP of the device is attached to
   kTxMcast,           ///< frames sent to a multicast group
+  kRxForwarded,       ///< RoCEv2 frames handed to the program owning their QP (daemon)
   kRxOther,
   kCount,
 };
@@ -95,6 +96,8 @@ constexpr std::string_view name(EngineCounter c) {
       return "multicast_no_group";
     case EngineCounter::kTxMcast:
       return "multicast_xmit_packets";
+    case EngineCounter::kRxForwarded:
+      return "rx_forwarded";
     case EngineCounter::kRxOther:
       return "rx_other";
     case EngineCounter::kCount:

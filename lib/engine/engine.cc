@@ -11,6 +11,7 @@
 #include "wire/ib_headers.h"
 #include "wire/multicast.h"
 #include "wire/roce_parser.h"
+#include "wire/udp.h"
 
 namespace uroce::engine {
 
@@ -21,8 +22,9 @@ Engine::Engine(port::Port& port, EngineConfig cfg)
       cfg_(std::move(cfg)),
       host_(cfg_.addresses, cfg_.vlan_id, port.mac(), port, *this, counters_),
       rx_(port, cfg_.rx_buffer, cfg_.pfc, port.mac(), *this, counters_),
-      self_(port, host_, *this, counters_),
-      ipv4_checksum_offload_(port.offloads_ipv4_checksum()) {
+      self_(port, host_, *this, counters_, cfg_.loopback_tap),
+      ipv4_checksum_offload_(port.offloads_ipv4_checksum()),
+      shared_(port.shared()) {
   backlog_.reserve(kMaxBacklog + port::kMaxTxBurst);
 }
 
@@ -82,6 +84,7 @@ void Engine::run_once(Nanos now, std::uint32_t* work) {
   const std::uint16_t burst = std::min(cfg_.rx_burst, port::kRxBurst);
   std::uint32_t n = rx_.active() ? rx_.poll(now, burst) : receive_burst(now);
   n += self_.run(now);
+  if (cfg_.forwarder) n += cfg_.forwarder->pull(now);
   if (rx_.software_pfc()) {
     rx_.run_pfc(now);
     rx_.release_cnps([this](const wire::RoceRoute& r, std::uint32_t qp) { transmit_cnp(r, qp); });
@@ -111,6 +114,7 @@ void Engine::receive(ConstBytes frame, Nanos now) {
     // PAUSE and PFC are the link's, whatever the VLAN.
     counters_.inc(EngineCounter::kRxMacControl);
     rx_.on_mac_control(frame, now);
+    if (cfg_.forwarder) cfg_.forwarder->forward_all(frame);
     return;
   }
   // On a VLAN, only its frames are ours.
@@ -121,10 +125,12 @@ void Engine::receive(ConstBytes frame, Nanos now) {
   switch (c.ether_type) {
     case wire::ether_type::kArp:
       host_.on_arp(frame);
+      if (cfg_.forwarder) cfg_.forwarder->forward_all(frame);
       return;
     case wire::ether_type::kIpv4:
       if (c.ip() && c.l4_proto == wire::ip_proto::kIcmp) {
-        host_.on_icmp(frame, c);
+        // On a shared port the daemon answers ping for the device.
+        if (!shared_) host_.on_icmp(frame, c);
       } else {
         receive_roce(frame, now);
       }
@@ -132,6 +138,7 @@ void Engine::receive(ConstBytes frame, Nanos now) {
     case wire::ether_type::kIpv6:
       if (c.ip() && c.l4_proto == wire::ip_proto::kIcmpv6) {
         host_.on_ndp(frame);
+        if (cfg_.forwarder) cfg_.forwarder->forward_all(frame);
       } else {
         receive_roce(frame, now);
       }
@@ -157,6 +164,12 @@ void Engine::receive_roce(ConstBytes frame, Nanos now) {
   }
   counters_.inc(EngineCounter::kRxRoce);
   if (pkt.bth.dest_qp == wire::kMulticastQpn) {
+    if (cfg_.forwarder) {
+      // Each program's engine delivers to its own members.
+      cfg_.forwarder->forward_all(frame);
+      counters_.inc(EngineCounter::kRxMcast);
+      return;
+    }
     receive_mcast(pkt, now);
     return;
   }
@@ -166,6 +179,10 @@ void Engine::receive_roce(ConstBytes frame, Nanos now) {
   }
   const auto it = qps_.find(pkt.bth.dest_qp);
   if (it == qps_.end()) {
+    if (cfg_.forwarder && cfg_.forwarder->forward_roce(pkt.bth.dest_qp, frame)) {
+      counters_.inc(EngineCounter::kRxForwarded);
+      return;
+    }
     counters_.inc(EngineCounter::kRxUnknownQpn);
     return;
   }
@@ -293,10 +310,36 @@ std::uint32_t Engine::run_tx(Nanos now) {
   return sent;
 }
 
+void Engine::fail_all(Nanos now) {
+  const Holding hold(*this);
+  transport::QpAttr err;
+  err.qp_state = transport::QpState::kErr;
+  for (transport::Qp* qp : order_) {
+    qp->modify(err, transport::attr_mask::kState, now);
+    rearm(*qp);
+  }
+}
+
+void Engine::send_frames(port::TxFrame* frames, std::uint16_t n) {
+  UROCE_DEBUG_ASSERT(in_engine_thread());
+  transmit(frames, n);
+}
+
+bool Engine::loops_back(const port::TxFrame& f) const {
+  if (!self_.to_self(f)) return false;
+  if (!shared_) return true;
+  // Ours when the BTH names one of our QPs (QP 1 included); the rest of
+  // what goes to the device's addresses is the daemon's to deliver.
+  const wire::FrameClass c = wire::classify(wire::ConstBytes(f.room.data(), f.length));
+  const std::size_t bth = c.l4_offset() + wire::UdpHdr::kSize;
+  if (c.l4_proto != wire::ip_proto::kUdp || f.length < bth + wire::kBthSize) return false;
+  return qps_.contains(wire::load_be24(f.room.data() + bth + 5));
+}
+
 void Engine::transmit(port::TxFrame* frames, std::uint16_t n) {
   std::uint16_t m = 0;
   for (std::uint16_t i = 0; i < n; ++i) {
-    if (self_.to_self(frames[i])) {
+    if (loops_back(frames[i])) {
       self_.loop_back(frames[i]);
       continue;
     }

@@ -26,6 +26,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -33,6 +34,7 @@
 #include <vector>
 
 #include "engine/counters.h"
+#include "engine/forwarder.h"
 #include "engine/frame_path.h"
 #include "engine/host_stack.h"
 #include "engine/mcast_groups.h"
@@ -57,6 +59,12 @@ struct EngineConfig {
   std::uint16_t vlan_id = 0;
   std::uint16_t rx_burst = kDefaultRxBurst;
   std::uint32_t tx_budget_per_qp = 16;  ///< packets one QP may send per turn
+  /// The device daemon's engine: what its QPs do not take goes to the
+  /// programs through this (engine/forwarder.h). Null in a program.
+  Forwarder* forwarder = nullptr;
+  /// Shown each frame the device sends to itself (self_delivery.h), which
+  /// never crosses the port: the device daemon's capture. Empty: none.
+  std::function<void(wire::ConstBytes)> loopback_tap;
 };
 
 /// The engine's monotonic clock in nanoseconds.
@@ -122,12 +130,22 @@ class Engine final : private FramePath {
   std::optional<wire::RoceRoute> route_to(const wire::IpAddr& src, const wire::IpAddr& dst,
                                           std::chrono::milliseconds timeout);
 
+  /// Moves every attached QP to the error state, flushing its work
+  /// requests, as a NIC does after a fatal error.
+  void fail_all(Nanos now);
+
   /// Calls `fn` for every attached QP, holding the engine (for stats).
   template <typename F>
   void for_each_qp(F&& fn) {
     const Holding hold(*this);
     for (const transport::Qp* qp : order_) fn(*qp);
   }
+
+  /// Sends frames built in the port's buffers that are not the engine's
+  /// QPs' (a Forwarder's, from the programs of the host): they take the
+  /// transmit path of the engine's own, self-delivery included. Engine
+  /// thread only.
+  void send_frames(port::TxFrame* frames, std::uint16_t n);
 
   /// Sends a CNP along `route` to the peer's QP `dest_qp` (DCQCN's
   /// notification point). Engine thread only: called from a QP's receive.
@@ -184,6 +202,10 @@ class Engine final : private FramePath {
   void receive_roce(wire::ConstBytes frame, Nanos now);
   /// A datagram to the multicast QPN: a copy to each QP of its group.
   void receive_mcast(const wire::RocePacket& pkt, Nanos now);
+  /// Whether a frame to one of the device's own addresses is looped back
+  /// here: always on a port of our own; on a shared port only when it is
+  /// for one of our QPs (the daemon delivers the others).
+  bool loops_back(const port::TxFrame& f) const;
   /// Whether a frame we send goes to a multicast group; counts it.
   bool to_joined_group(const port::TxFrame& f);
   /// To the device itself, or to the port behind the backlog.
@@ -208,10 +230,11 @@ class Engine final : private FramePath {
   std::vector<port::TxFrame> backlog_;
   std::uint16_t ip_id_ = 0;  ///< IPv4 identification of the frames we send
   const bool ipv4_checksum_offload_;
+  const bool shared_;  ///< the port is a device daemon's (port.shared())
 
   // The queue-pair side.
   std::unordered_map<std::uint32_t, transport::Qp*> qps_;
-  std::vector<transport::Qp*> order_;                            ///< round-robin order
+  std::vector<transport::Qp*> order_;  ///< round-robin order
   McastGroups mcast_;
   TimerWheel<std::uint32_t> timers_{kTimerTickNs, kTimerSlots};  ///< every QP's next deadline
   std::unordered_map<std::uint32_t, Nanos> armed_;               ///< QPN -> deadline in the wheel

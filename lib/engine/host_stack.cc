@@ -19,7 +19,8 @@ HostStack::HostStack(std::vector<wire::IpAddr> addresses, std::uint16_t vlan_id,
       mac_(mac),
       port_(port),
       path_(path),
-      counters_(counters) {}
+      counters_(counters),
+      answers_(!port.shared()) {}
 
 bool HostStack::is_local(const wire::IpAddr& ip) const {
   return std::find(addresses_.begin(), addresses_.end(), ip) != addresses_.end();
@@ -30,7 +31,9 @@ void HostStack::on_arp(ConstBytes frame) {
   wire::ArpPacket arp;
   if (!wire::parse_arp_frame(frame, arp)) return;
   if (arp.sender_ip != 0) neighbors_.learn(wire::IpAddr::from_v4(arp.sender_ip), arp.sender_mac);
-  if (arp.op != wire::ArpOp::kRequest || !is_local(wire::IpAddr::from_v4(arp.target_ip))) return;
+  if (!answers_ || arp.op != wire::ArpOp::kRequest ||
+      !is_local(wire::IpAddr::from_v4(arp.target_ip)))
+    return;
   std::uint8_t reply[wire::kMinFrameSize];
   if (wire::build_arp_reply(reply, arp, mac_, arp.target_ip) == 0) return;
   send_raw(reply);
@@ -50,7 +53,7 @@ void HostStack::on_ndp(ConstBytes frame) {
   }
   // A solicitation teaches us the solicitor's address too (RFC 4861 7.2.3).
   if (nd.has_link_addr && nd.src != wire::IpAddr{}) neighbors_.learn(nd.src, nd.link_addr);
-  if (!is_local(nd.target)) return;
+  if (!answers_ || !is_local(nd.target)) return;
   std::uint8_t reply[128];
   const std::size_t n = wire::build_neighbor_advertisement(reply, nd, mac_, nd.target);
   if (n == 0) return;

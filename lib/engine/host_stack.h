@@ -60,6 +60,9 @@ class HostStack {
   port::Port& port_;
   FramePath& path_;
   EngineCounters& counters_;
+  /// Whether we answer for the device's addresses: not in a program on a
+  /// shared port, whose daemon answers for every program of the host.
+  const bool answers_;
   Neighbors neighbors_;
 };
 

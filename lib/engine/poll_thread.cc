@@ -27,9 +27,11 @@ void PollThread::maybe_housekeep(Nanos now) {
   housekeeping_();
 }
 
-PollThread::~PollThread() {
+PollThread::~PollThread() { stop(); }
+
+void PollThread::stop() {
   stop_.store(true, std::memory_order_relaxed);
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 void PollThread::drive() {
@@ -46,7 +48,7 @@ void PollThread::drive() {
     empty_since = 0;
   } else if (empty_since == 0) {
     empty_since = now;
-  } else if (now - empty_since > kSpinBeforeYieldNs) {
+  } else if (now - empty_since > (engine_.port().shared() ? 0 : kSpinBeforeYieldNs)) {
     std::this_thread::yield();
   }
 }

@@ -29,6 +29,10 @@ class PollThread {
   /// free and tells the poll thread the program is driving.
   void drive();
 
+  /// Stops the thread (the process is ending); drive() still works.
+  /// The thread that calls it only, once.
+  void stop();
+
   /// A program thread is about to sleep until the engine has something
   /// for it (a completion event): the poll thread then naps only briefly,
   /// since the program's latency is now the poll thread's. Pair with

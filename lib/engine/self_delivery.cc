@@ -19,7 +19,11 @@ bool SelfDelivery::to_self(const port::TxFrame& f) const {
 }
 
 void SelfDelivery::loop_back(port::TxFrame& f) {
+  const std::size_t queued = queue_.size();
   copy_back(f);
+  // The copy, its IPv4 checksum filled in, as the receive path sees it.
+  if (tap_ && queue_.size() > queued)
+    tap_(wire::ConstBytes(queue_.back().data(), queue_.back().size()));
   port_.tx_free(f);
 }
 

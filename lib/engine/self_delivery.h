@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <vector>
 
 #include "engine/counters.h"
@@ -21,8 +22,12 @@ namespace uroce::engine {
 
 class SelfDelivery {
  public:
-  SelfDelivery(port::Port& port, const HostStack& host, FramePath& path, EngineCounters& counters)
-      : port_(port), host_(host), path_(path), counters_(counters) {}
+  /// `tap`, when set, is shown each frame looped back (not the copies of
+  /// frames that also reach the wire).
+  using Tap = std::function<void(wire::ConstBytes)>;
+  SelfDelivery(port::Port& port, const HostStack& host, FramePath& path, EngineCounters& counters,
+               const Tap& tap)
+      : port_(port), host_(host), path_(path), counters_(counters), tap_(tap) {}
 
   /// Whether a frame is addressed to this device itself: our MAC and one of
   /// our addresses. Another program on the same port (same MAC, an address
@@ -42,6 +47,7 @@ class SelfDelivery {
   const HostStack& host_;
   FramePath& path_;
   EngineCounters& counters_;
+  const Tap& tap_;
   std::deque<std::vector<std::uint8_t>> queue_;   ///< frames to ourselves, to receive
   std::deque<std::vector<std::uint8_t>> batch_;   ///< the ones being received
   std::vector<std::vector<std::uint8_t>> spare_;  ///< their buffers, for reuse

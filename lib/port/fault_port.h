@@ -60,6 +60,13 @@ class FaultPort final : public Port {
   int enable_hardware_pfc(std::uint8_t lossless, std::uint16_t quanta) override {
     return inner_->enable_hardware_pfc(lossless, quanta);
   }
+  bool shared() const override { return inner_->shared(); }
+  std::uint32_t alloc_qpn() override { return inner_->alloc_qpn(); }
+  void free_qpn(std::uint32_t qpn) override { inner_->free_qpn(qpn); }
+  bool failed() const override { return inner_->failed(); }
+  void set_cm_services(const std::vector<std::uint64_t>& service_ids) override {
+    inner_->set_cm_services(service_ids);
+  }
 
   /// What the impairments did, both directions together.
   const ImpairmentCounters& counters() const { return counters_; }

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <vector>
 
 #include "wire/bytes.h"
 #include "wire/ethernet.h"
@@ -78,6 +79,27 @@ class Port {
     (void)lossless;
     (void)quanta;
     return -ENOTSUP;
+  }
+
+  /// Whether the port is the device daemon's, shared by the programs of
+  /// the host (lib/daemon): the daemon answers ARP, neighbour discovery
+  /// and ping for the device, and owns its QPN space; a frame to one of
+  /// the device's addresses may be for a QP of another program, which the
+  /// daemon delivers.
+  virtual bool shared() const { return false; }
+  /// A QPN unique on the host, from the daemon of a shared port; 0 when
+  /// none can be had (the daemon is gone, or has none left).
+  virtual std::uint32_t alloc_qpn() { return 0; }
+  virtual void free_qpn(std::uint32_t qpn) { (void)qpn; }
+  /// Whether the port is lost for good (its daemon exited): the device is
+  /// then in error, as after a NIC's fatal error.
+  virtual bool failed() const { return false; }
+  /// The ServiceIDs the program's connection manager listens on, for the
+  /// daemon of a shared port: it hands each connection request to the
+  /// program that listens on its ServiceID (as the kernel's one CM does
+  /// for every process of a host).
+  virtual void set_cm_services(const std::vector<std::uint64_t>& service_ids) {
+    (void)service_ids;
   }
 };
 

@@ -31,18 +31,49 @@ inline constexpr std::uint32_t kShmSlotSize = 9216;
 inline constexpr std::uint32_t kShmSlots = 1024;
 
 /// Bytes a region of two rings of `slots` slots of `slot_size` bytes
-/// takes, a whole number of pages.
+/// (rounded up to a cache line, as create() does) takes, a whole number
+/// of pages.
 std::size_t shm_region_size(std::uint32_t slots, std::uint32_t slot_size);
+
+/// The layout both sides agree on. Page 0 holds the header; the ring
+/// kToDaemon starts at page 1, kToProgram after it (each a whole number
+/// of pages). All words are little-endian, as both sides are one host.
+namespace shm_layout {
+inline constexpr std::uint32_t kMagic = 0x524f5255;  ///< "UROR" in memory
+inline constexpr std::uint32_t kVersion = 1;
+inline constexpr std::size_t kPage = 4096;
+inline constexpr std::size_t kCacheLine = 64;
+/// The header's fields (offsets in page 0).
+inline constexpr std::size_t kMagicAt = 0;        ///< u32
+inline constexpr std::size_t kVersionAt = 4;      ///< u32
+inline constexpr std::size_t kSlotsAt = 8;        ///< u32
+inline constexpr std::size_t kSlotSizeAt = 12;    ///< u32
+inline constexpr std::size_t kRingOffsetAt = 16;  ///< u64[2], by Ring
+inline constexpr std::size_t kRingSizeAt = 32;    ///< u64
+/// In one ring: each cursor on a cache line of its own, so that the two
+/// sides do not share a line they write.
+inline constexpr std::size_t kHeadAt = 0;                  ///< u32, the producer's
+inline constexpr std::size_t kTailAt = kCacheLine;         ///< u32, the consumer's
+inline constexpr std::size_t kLengthsAt = 2 * kCacheLine;  ///< u32[slots]
+/// Where slot data starts: [slots][slot_size] bytes.
+constexpr std::size_t data_at(std::uint32_t slots) {
+  return kLengthsAt + (std::size_t{4} * slots + kCacheLine - 1) / kCacheLine * kCacheLine;
+}
+}  // namespace shm_layout
 
 /// The producer end of one ring: copies frames into slots and publishes
 /// them. One thread at a time.
 class RingProducer {
  public:
   RingProducer() = default;
-  /// `shared` is the ring inside a formatted region (ShmRegion::ring).
+  /// `shared` is the ring inside a formatted region (ShmRegion::ring). Its
+  /// geometry is what that ShmRegion checked, never re-read from the
+  /// shared header (the other side may rewrite it); a pointer no live
+  /// region returned gives a ring of no slots, which refuses every frame.
   explicit RingProducer(void* shared);
   /// Copies `frame` into the next slot and publishes it. False (nothing
-  /// written) when the ring is full, the frame is longer than a slot, or
+  /// written) when the ring is full, the frame is empty or longer than a
+  /// slot, or
   /// the consumer's published tail is impossible (ahead of what was
   /// produced, or more than a ring behind): the consumer lost its frames.
   bool push(wire::ConstBytes frame);
@@ -62,6 +93,8 @@ class RingProducer {
 class RingConsumer {
  public:
   RingConsumer() = default;
+  /// As RingProducer's: the geometry is the region's; an unknown pointer
+  /// gives a ring that never has a frame.
   explicit RingConsumer(void* shared);
   /// Frames published and not yet popped. A producer's head more than a
   /// ring ahead (or behind) is garbage: then 0, corrupt() counts it and
@@ -74,6 +107,9 @@ class RingConsumer {
   wire::ConstBytes peek(std::uint32_t i) const;
   /// Gives the first `n` waiting slots back to the producer.
   void pop(std::uint32_t n);
+  /// The counter of the first waiting frame (the private tail): peek(i)
+  /// is frame position() + i.
+  std::uint32_t position() const { return tail_; }
   /// Times available() found the producer's head impossible.
   std::uint64_t corrupt() const { return corrupt_; }
   std::uint32_t slots() const { return slots_; }
@@ -114,6 +150,8 @@ class ShmRegion {
 
  private:
   ShmRegion() = default;
+  /// Records both rings' geometry for the ring ends made from ring().
+  void enroll();
   int fd_ = -1;
   void* base_ = nullptr;
   std::size_t size_ = 0;

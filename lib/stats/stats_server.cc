@@ -4,14 +4,16 @@
 #include <unistd.h>
 
 // Boost 1.74 asio uses std::exchange without including <utility> in C++20.
+// clang-format off
 #include <utility>
-
 #include <boost/asio.hpp>
+// clang-format on
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
 
 #include "log/log.h"
+#include "stats/prometheus.h"
 
 namespace uroce::stats {
 
@@ -78,6 +80,7 @@ bool StatsServer::start() {
 }
 
 StatsServer::~StatsServer() {
+  prometheus_.reset();
   if (impl_) impl_->io.stop();
   if (thread_.joinable()) thread_.join();
   ::unlink(path_.c_str());
@@ -104,6 +107,23 @@ std::string StatsServer::snapshot() {
     for (std::string line; std::getline(in, line);) out += e.device + " " + line + "\n";
   }
   return out;
+}
+
+bool StatsServer::serve_prometheus(const std::string& address, std::string* error) {
+  std::lock_guard lock(prometheus_mu_);
+  if (!prometheus_tried_) {
+    prometheus_tried_ = true;
+    prometheus_ = PrometheusServer::start(
+        address, [this] { return snapshot(); }, error);
+    return prometheus_ != nullptr;
+  }
+  if (!prometheus_) *error = "it failed before";
+  return prometheus_ != nullptr;
+}
+
+std::uint16_t StatsServer::prometheus_port() {
+  std::lock_guard lock(prometheus_mu_);
+  return prometheus_ ? prometheus_->port() : 0;
 }
 
 }  // namespace uroce::stats

@@ -12,6 +12,7 @@
 // "qp:<qpn in hex>". uroce-stat reads them. Served by Boost.Asio on a
 // thread of its own, off the datapath: counters are relaxed atomics.
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -20,6 +21,8 @@
 #include <vector>
 
 namespace uroce::stats {
+
+class PrometheusServer;
 
 /// Writes "<scope> <counter> <value>" lines for one device.
 using Source = std::function<void(std::string& out)>;
@@ -42,6 +45,13 @@ class StatsServer {
   std::string snapshot();
   const std::string& path() const { return path_; }
 
+  /// Serves the snapshot to Prometheus on `address` as well
+  /// (prometheus.h). The first call listens; later ones change nothing
+  /// and say whether it listens. False with *error when it cannot.
+  bool serve_prometheus(const std::string& address, std::string* error);
+  /// The Prometheus endpoint's port, 0 when there is none.
+  std::uint16_t prometheus_port();
+
  private:
   StatsServer() = default;
   bool start();
@@ -57,6 +67,9 @@ class StatsServer {
   std::vector<Entry> sources_;
   int next_ = 1;
   std::thread thread_;
+  std::mutex prometheus_mu_;  ///< apart from mu_: a scrape takes mu_
+  bool prometheus_tried_ = false;
+  std::unique_ptr<PrometheusServer> prometheus_;
 };
 
 }  // namespace uroce::stats

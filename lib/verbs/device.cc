@@ -53,17 +53,72 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c, st
   return open(dc, c, std::move(port), error);
 }
 
-std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c,
-                                     std::unique_ptr<port::Port> port, std::string* error) {
-  std::unique_ptr<Device> d(new Device());
-  d->cfg_ = dc;
+std::unique_ptr<port::Port> Device::with_faults(std::unique_ptr<port::Port> port, const Config& c) {
   // Fault injection, a test feature ([fault]), wraps whatever port it is.
   const FaultSettings& f = c.fault;
   port::FaultConfig faults;
   faults.rx = {f.rx_drop, f.rx_duplicate, f.rx_reorder, f.rx_corrupt};
   faults.tx = {f.tx_drop, f.tx_duplicate, f.tx_reorder, f.tx_corrupt};
   faults.seed = f.seed;
-  d->port_ = port::with_faults(std::move(port), faults);
+  return port::with_faults(std::move(port), faults);
+}
+
+bool Device::engine_setup(const DeviceConfig& dc, const Config& c, const wire::MacAddr& mac,
+                          std::vector<wire::IpAddr>* gids, engine::EngineConfig* ec,
+                          std::string* error) {
+  // GID 0: fe80::/64 with the EUI-64 of the MAC, as every RoCE NIC has.
+  wire::IpAddr ll;
+  ll.bytes[0] = 0xFE;
+  ll.bytes[1] = 0x80;
+  const auto id = eui64(mac);
+  std::copy(id.begin(), id.end(), ll.bytes.begin() + 8);
+  gids->push_back(ll);
+  // The configured addresses come first: the engine sources ARP and
+  // neighbour solicitations from the first address of the family. The
+  // link-local one follows, so traffic to GID 0 is received and answered.
+  for (const IpPrefix& p : dc.ip) {
+    const auto ip = wire::IpAddr::parse(p.address);
+    if (!ip) {
+      *error = dc.name + ": bad address " + p.address;
+      return false;
+    }
+    gids->push_back(*ip);
+    ec->addresses.push_back(*ip);
+  }
+  ec->addresses.push_back(ll);
+  const FaultSettings& f = c.fault;
+  ec->rx_buffer.bytes = std::uint64_t{f.rx_buffer_kb} * 1024;
+  ec->rx_buffer.rate_mbps = f.rx_rate_mbps;
+  const PfcSettings& pfc = c.pfc;
+  ec->pfc.enabled = pfc.enabled;
+  ec->pfc.xoff.lossless = pfc.priorities;
+  ec->pfc.xoff.xoff_bytes = std::uint64_t{pfc.xoff_kb} * 1024;
+  ec->pfc.xoff.xon_bytes = std::uint64_t{pfc.xon_kb} * 1024;
+  ec->pfc.xoff.quanta = pfc.quanta;
+  ec->pfc.watchdog.detection_ns = std::uint64_t{pfc.watchdog_ms} * 1'000'000;
+  ec->pfc.watchdog.restoration_ns = std::uint64_t{pfc.restoration_ms} * 1'000'000;
+  const bool tagged = dc.priority_tag || dc.vlan_id != 0;
+  ec->ud_priority = tagged ? dc.pcp : pfc::dscp_priority(dc.dscp);
+  ec->vlan_id = dc.vlan_id;
+  return true;
+}
+
+void Device::serve_prometheus(const Config& c) {
+  if (c.stats.prometheus.empty()) return;
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    std::string why = "the stats endpoint could not start";
+    auto* server = stats::StatsServer::instance();
+    if (!server || !server->serve_prometheus(c.stats.prometheus, &why))
+      log::get().error("stats.prometheus: {}; no metrics over HTTP", why);
+  });
+}
+
+std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c,
+                                     std::unique_ptr<port::Port> port, std::string* error) {
+  std::unique_ptr<Device> d(new Device());
+  d->cfg_ = dc;
+  d->port_ = with_faults(std::move(port), c);
   const wire::MacAddr mac = d->port_->mac();
   // Programs check the port once, right after opening (perftest refuses a
   // port that is down): give a link that needs its peer (memif) time.
@@ -72,40 +127,8 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c,
   while (!d->port_->link_up() && std::chrono::steady_clock::now() < link_deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
 
-  // GID 0: fe80::/64 with the EUI-64 of the MAC, as every RoCE NIC has.
-  wire::IpAddr ll;
-  ll.bytes[0] = 0xFE;
-  ll.bytes[1] = 0x80;
-  const auto id = eui64(mac);
-  std::copy(id.begin(), id.end(), ll.bytes.begin() + 8);
-  d->gids_.push_back(ll);
   engine::EngineConfig ec;
-  // The configured addresses come first: the engine sources ARP and
-  // neighbour solicitations from the first address of the family. The
-  // link-local one follows, so traffic to GID 0 is received and answered.
-  for (const IpPrefix& p : dc.ip) {
-    const auto ip = wire::IpAddr::parse(p.address);
-    if (!ip) {
-      *error = dc.name + ": bad address " + p.address;
-      return nullptr;
-    }
-    d->gids_.push_back(*ip);
-    ec.addresses.push_back(*ip);
-  }
-  ec.addresses.push_back(ll);
-  ec.rx_buffer.bytes = std::uint64_t{f.rx_buffer_kb} * 1024;
-  ec.rx_buffer.rate_mbps = f.rx_rate_mbps;
-  const PfcSettings& pfc = c.pfc;
-  ec.pfc.enabled = pfc.enabled;
-  ec.pfc.xoff.lossless = pfc.priorities;
-  ec.pfc.xoff.xoff_bytes = std::uint64_t{pfc.xoff_kb} * 1024;
-  ec.pfc.xoff.xon_bytes = std::uint64_t{pfc.xon_kb} * 1024;
-  ec.pfc.xoff.quanta = pfc.quanta;
-  ec.pfc.watchdog.detection_ns = std::uint64_t{pfc.watchdog_ms} * 1'000'000;
-  ec.pfc.watchdog.restoration_ns = std::uint64_t{pfc.restoration_ms} * 1'000'000;
-  const bool tagged = dc.priority_tag || dc.vlan_id != 0;
-  ec.ud_priority = tagged ? dc.pcp : pfc::dscp_priority(dc.dscp);
-  ec.vlan_id = dc.vlan_id;
+  if (!engine_setup(dc, c, mac, &d->gids_, &ec, error)) return nullptr;
   d->engine_ = std::make_unique<engine::Engine>(*d->port_, ec);
   d->dcqcn_ = c.dcqcn;
   if (c.dcqcn.enabled) d->np_.emplace(d->dcqcn_);
@@ -114,16 +137,37 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c,
   d->poller_ = std::make_unique<engine::PollThread>(*d->engine_, [self] { self->housekeep(); });
 
   // Every limit comes from verbs/limits.h; the identity from the port.
-  for (std::uint8_t b : id) d->attr_.node_guid = d->attr_.node_guid << 8 | b;
+  for (std::uint8_t b : eui64(mac)) d->attr_.node_guid = d->attr_.node_guid << 8 | b;
   if (auto* server = stats::StatsServer::instance()) {
     d->stats_handle_ = server->add(dc.name, [self](std::string& out) { self->write_stats(out); });
   }
+  serve_prometheus(c);
   log::get().info("{}: opened on {}, {} GIDs", dc.name, dc.port, d->gids_.size());
   return d;
 }
 
+void Device::end_of_process() {
+  if (Gsi* g = gsi_.load(std::memory_order_acquire)) g->drain();
+  poller_->stop();
+  write_stats_file();
+}
+
 Device::~Device() {
+  write_stats_file();
+  // The poll thread first (it runs the CM's timers), then QP 1, then the
+  // engine under it.
+  poller_.reset();
+  gsi_.store(nullptr, std::memory_order_release);
+  gsi_owner_.reset();
+  engine_.reset();
+  port_.reset();
+}
+
+void Device::write_stats_file() {
+  if (stats_written_) return;
+  stats_written_ = true;
   if (stats_handle_ != 0) stats::StatsServer::instance()->remove(stats_handle_);
+  stats_handle_ = 0;
   // UROCE_STATS_FILE keeps the counters of a program that is gone
   // (perftest, a test): the last snapshot, appended as uroce-stat prints.
   // A device that failed to open has no engine and no counters.
@@ -138,13 +182,6 @@ Device::~Device() {
       std::fclose(f);
     }
   }
-  // The poll thread first (it runs the CM's timers), then QP 1, then the
-  // engine under it.
-  poller_.reset();
-  gsi_.store(nullptr, std::memory_order_release);
-  gsi_owner_.reset();
-  engine_.reset();
-  port_.reset();
 }
 
 Gsi& Device::gsi() {
@@ -173,7 +210,7 @@ PortAttr Device::port_attr() const {
   return p;
 }
 
-int Device::add_link_listener(std::function<void(bool)> fn) {
+int Device::add_link_listener(std::function<void(PortEvent)> fn) {
   std::lock_guard lock(link_mu_);
   link_listeners_.emplace_back(next_listener_, std::move(fn));
   return next_listener_++;
@@ -185,12 +222,24 @@ void Device::remove_link_listener(int handle) {
 }
 
 void Device::watch_link() {
-  const bool up = port_->link_up();
+  if (!failed() && port_->failed()) {
+    // The daemon of a shared port is gone, and with it the wire: what
+    // waits on a QP fails now instead of never.
+    log::get().error("{}: the device is lost (its daemon exited)", cfg_.name);
+    failed_.store(true, std::memory_order_release);
+    engine_->fail_all(engine::now_ns());
+    std::lock_guard lock(link_mu_);
+    link_was_up_ = false;
+    for (const auto& [handle, fn] : link_listeners_) fn(PortEvent::kDown);
+    for (const auto& [handle, fn] : link_listeners_) fn(PortEvent::kFatal);
+    return;
+  }
+  const bool up = !failed() && port_->link_up();
   std::lock_guard lock(link_mu_);
   if (up == link_was_up_) return;
   link_was_up_ = up;
   log::get().info("{}: link {}", cfg_.name, up ? "up" : "down");
-  for (const auto& [handle, fn] : link_listeners_) fn(up);
+  for (const auto& [handle, fn] : link_listeners_) fn(up ? PortEvent::kActive : PortEvent::kDown);
 }
 
 void Device::for_each_counter(const CounterFn& fn) {
@@ -267,6 +316,8 @@ void Device::retire_qp_counters(const transport::Counters& c) {
 }
 
 std::uint32_t Device::alloc_qpn() {
+  // On a shared port the host's daemon keeps the QPN space.
+  if (port_->shared()) return port_->alloc_qpn();
   std::lock_guard lock(qpn_mu_);
   for (;;) {
     const std::uint32_t q = transport::secure_random_qpn();
@@ -278,6 +329,10 @@ std::uint32_t Device::alloc_qpn() {
 }
 
 void Device::free_qpn(std::uint32_t qpn) {
+  if (port_->shared()) {
+    port_->free_qpn(qpn);
+    return;
+  }
   std::lock_guard lock(qpn_mu_);
   qpns_.erase(std::remove(qpns_.begin(), qpns_.end(), qpn), qpns_.end());
 }

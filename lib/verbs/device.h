@@ -59,6 +59,26 @@ class Device {
   /// that claims it.
   static std::unique_ptr<Device> open(const DeviceConfig& dc, const Config& c, std::string* error);
   ~Device();
+  /// The process is ending (exit(), from whichever thread): its counters
+  /// go to UROCE_STATS_FILE, QP 1 says its last, the poll thread stops.
+  /// The objects stay: another thread of the program may still be inside
+  /// a verbs call (rping's CM thread calls exit() while its main thread
+  /// tears down), and must find them until the process is gone.
+  void end_of_process();
+
+  /// `port` behind the fault decorator when the configuration asks for
+  /// faults ([fault]), else `port` itself.
+  static std::unique_ptr<port::Port> with_faults(std::unique_ptr<port::Port> port, const Config& c);
+  /// Starts the process's Prometheus endpoint when the configuration
+  /// names one ([stats] prometheus): once per process, by the first
+  /// device (or the daemon). A failure is logged and the process runs on.
+  static void serve_prometheus(const Config& c);
+  /// The GID table and the engine's configuration of device `dc` on a
+  /// port with MAC `mac`: what open() sets up, and what the device daemon
+  /// runs its engine with. False with *error on a bad address.
+  static bool engine_setup(const DeviceConfig& dc, const Config& c, const wire::MacAddr& mac,
+                           std::vector<wire::IpAddr>* gids, engine::EngineConfig* ec,
+                           std::string* error);
 
   const std::string& name() const { return cfg_.name; }
   const DeviceConfig& config() const { return cfg_; }
@@ -82,7 +102,9 @@ class Device {
   /// Device memory (ibv_alloc_dm), shared by every context of the device.
   DmPool& dm() { return dm_; }
 
-  /// A new QP number, unpredictable and unused on this device.
+  /// A new QP number, unpredictable and unused on this device (on the
+  /// host, for a device shared through its daemon); 0 when none can be
+  /// had (the daemon is gone).
   std::uint32_t alloc_qpn();
   void free_qpn(std::uint32_t qpn);
   /// PD ids and device memory handles, device-wide: every context of the
@@ -130,10 +152,16 @@ class Device {
   /// QP 1 and the connection manager (verbs/gsi.h), made on first use.
   Gsi& gsi();
 
-  /// Calls `fn(up)` from the poll thread whenever the port's link goes up
-  /// or down (IBV_EVENT_PORT_ACTIVE / IBV_EVENT_PORT_ERR). Returns a handle
+  /// What a link listener hears (IBV_EVENT_PORT_ACTIVE, IBV_EVENT_PORT_ERR,
+  /// IBV_EVENT_DEVICE_FATAL).
+  enum class PortEvent : std::uint8_t { kActive, kDown, kFatal };
+  /// Calls `fn(event)` from the poll thread whenever the port's link goes
+  /// up or down, and once when the port is lost for good (the daemon of
+  /// a shared port exited: every QP is then in error). Returns a handle
   /// for remove_link_listener.
-  int add_link_listener(std::function<void(bool up)> fn);
+  int add_link_listener(std::function<void(PortEvent)> fn);
+  /// Whether the device is lost (PortEvent::kFatal was raised).
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
   void remove_link_listener(int handle);
 
   /// Calls fn(scope, name, value) for every counter of the device: the
@@ -177,6 +205,8 @@ class Device {
   std::array<std::uint64_t, transport::Counters::kSize> retired_{};
   void watch_link();
   void housekeep();
+  void write_stats_file();
+  bool stats_written_ = false;
   std::mutex mcast_mu_;
   std::map<std::array<std::uint8_t, 16>, std::uint32_t> mcast_members_;  ///< group -> QPs
   std::uint32_t mcast_attached_ = 0;  ///< attachments over every group
@@ -184,9 +214,10 @@ class Device {
   std::unique_ptr<Gsi> gsi_owner_;
   std::atomic<Gsi*> gsi_{nullptr};
   std::mutex link_mu_;
-  std::vector<std::pair<int, std::function<void(bool)>>> link_listeners_;
+  std::vector<std::pair<int, std::function<void(PortEvent)>>> link_listeners_;
   int next_listener_ = 1;
   bool link_was_up_ = false;
+  std::atomic<bool> failed_{false};
 };
 
 }  // namespace uroce::verbs

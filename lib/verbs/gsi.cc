@@ -121,14 +121,18 @@ Gsi::~Gsi() {
   resolver_.join();
   while (users_.load(std::memory_order_acquire) != 0)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  drain();
+  // Once detached no packet reaches QP 1 and its notifier stays quiet.
+  engine_.detach(kQpn);
+}
+
+void Gsi::drain() {
   // What the CM said last (the DREQs and REJs of a process that ends)
   // leaves before QP 1 does, for a moment at most.
   const auto deadline = std::chrono::steady_clock::now() + kDrainTimeout;
   while (engine_.locked([&] { return qp_->has_work(engine::now_ns()); }) &&
          std::chrono::steady_clock::now() < deadline)
     engine_.poll(engine::now_ns());
-  // Once detached no packet reaches QP 1 and its notifier stays quiet.
-  engine_.detach(kQpn);
 }
 
 void Gsi::set_observer(Observer* o) {
@@ -140,8 +144,16 @@ void Gsi::end_turn(std::unique_lock<std::mutex>& lock) {
   if (observer_) observer_->cm_changed(cma_);
   next_deadline_.store(cma_.next_deadline(), std::memory_order_relaxed);
   listeners_.store(cma_.listening(), std::memory_order_relaxed);
+  // On a shared device the daemon routes connection requests by the
+  // ServiceIDs we listen on: tell it when they change (a listen or the
+  // end of one, which happen in program threads, never the engine's).
+  std::vector<std::uint64_t> services;
+  const bool tell = engine_.port().shared() &&
+                    (services = cma_.listening_services()) != told_services_;
+  if (tell) told_services_ = services;
   cv_.notify_all();
   lock.unlock();
+  if (tell) engine_.port().set_cm_services(services);
   bool posted;
   {
     std::lock_guard send(send_mu_);

@@ -45,14 +45,18 @@ namespace uroce::verbs {
 
 class Device;
 
-/// What QP 1 itself counts (scope "cm", beside the CM's own counters).
+/// What QP 1 itself counts, and the rdma_cm channel over it
+/// (drivers/rdmacm, through Gsi::count): scope "cm", beside the CM's own
+/// counters.
 enum class GsiCounter : std::uint8_t {
-  kRxMads,        ///< MADs received and handed to the CM
-  kRxBadLength,   ///< receives that were not one 256-byte MAD
-  kTxMads,        ///< MADs posted to QP 1
-  kTxNoRoute,     ///< MADs from an address that is not the device's
-  kTxUnresolved,  ///< MADs to a peer that did not answer ARP or ND (the CM resends)
-  kTxQueueFull,   ///< MADs QP 1's send queue had no room for
+  kRxMads,                  ///< MADs received and handed to the CM
+  kRxBadLength,             ///< receives that were not one 256-byte MAD
+  kTxMads,                  ///< MADs posted to QP 1
+  kTxNoRoute,               ///< MADs from an address that is not the device's
+  kTxUnresolved,            ///< MADs to a peer that did not answer ARP or ND (the CM resends)
+  kTxQueueFull,             ///< MADs QP 1's send queue had no room for
+  kUcmaCloseReaderWaits,    ///< channel closes that waited for an event thread
+  kUcmaCloseReaderExpired,  ///< ... whose thread was not back in GET_EVENT in time
   kCount,
 };
 
@@ -70,6 +74,10 @@ constexpr std::string_view name(GsiCounter c) {
       return "gsi_tx_unresolved";
     case GsiCounter::kTxQueueFull:
       return "gsi_tx_queue_full";
+    case GsiCounter::kUcmaCloseReaderWaits:
+      return "ucma_close_reader_waits";
+    case GsiCounter::kUcmaCloseReaderExpired:
+      return "ucma_close_reader_expired";
     case GsiCounter::kCount:
       break;
   }
@@ -128,6 +136,9 @@ class Gsi final : private cm::MadSender, private transport::CqNotifier {
   /// Sets (or, with null, clears) the observer.
   void set_observer(Observer* o);
 
+  /// Counts one event of the layers over QP 1 (the rdma_cm channel's).
+  void count(GsiCounter c) { counters_.inc(c); }
+
   /// rdma_resolve_addr after Cma::resolve_addr: finds `dst`'s MAC with
   /// ARP or ND within `timeout` on the resolver thread, then gives the
   /// CM addr_resolved() (the source: `src` if given, else the device's
@@ -137,6 +148,9 @@ class Gsi final : private cm::MadSender, private transport::CqNotifier {
 
   /// The CM's timers; the poll thread's housekeeping calls it.
   void housekeep();
+  /// Sends what QP 1 still has to say (the DREQs and REJs of a process
+  /// that ends), for a moment at most.
+  void drain();
 
   /// Calls fn(name, value) for the CM's counters ("cm_tx_msgs/req", ...,
   /// as the kernel's sysfs names them), QP 1's own, and the ports the CM
@@ -223,6 +237,7 @@ class Gsi final : private cm::MadSender, private transport::CqNotifier {
   bool stopping_ = false;
   std::atomic<cm::Nanos> next_deadline_{0};
   std::atomic<std::uint64_t> listeners_{0};
+  std::vector<std::uint64_t> told_services_;  ///< what the daemon knows we listen on
 
   std::mutex send_mu_;  ///< the send lock: the queue and QP 1's send side
   std::deque<cm::OutMad> outbox_;

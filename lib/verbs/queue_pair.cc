@@ -56,6 +56,7 @@ int QueuePair::create(Pd& pd, const QpCaps& caps, Cq& send_cq, Cq& recv_cq, Srq*
   transport::QpInit init;
   init.type = caps.type;
   init.qpn = dev.alloc_qpn();
+  if (init.qpn == 0) return EIO;  // a shared device whose daemon is gone
   init.max_send_wr = granted.max_send_wr;
   init.max_send_sge = granted.max_send_sge;
   init.max_inline_data = granted.max_inline_data;

@@ -216,5 +216,26 @@ TEST(Config, EnvironmentErrorsNameTheVariable) {
       << r.error;
 }
 
+TEST(Config, PrometheusIsOffUnlessAnAddressIsGiven) {
+  auto r = parse("");
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->stats.prometheus, "");
+  r = parse("[stats]\nprometheus = \"127.0.0.1:9464\"\n");
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->stats.prometheus, "127.0.0.1:9464");
+  r = parse(
+      "", {"UROCE_STATS_PROMETHEUS=[::1]:0", "UROCE_STATS_DIR=/tmp/x", "UROCE_STATS_FILE=/tmp/y"});
+  ASSERT_TRUE(r.config) << r.error << ": the stats endpoint's own variables are not keys";
+  EXPECT_EQ(r.config->stats.prometheus, "[::1]:0");
+  for (const char* bad : {"9464", "localhost:9464", "127.0.0.1:70000", "::1:9464", "1.2.3.4:"}) {
+    r = parse(std::string("[stats]\nprometheus = \"") + bad + "\"\n");
+    EXPECT_FALSE(r.config) << bad;
+    EXPECT_NE(r.error.find("stats.prometheus"), std::string::npos) << r.error;
+  }
+  r = parse("", {"UROCE_STATS_PROMETHEUS=9464"});
+  EXPECT_NE(r.error.find("UROCE_STATS_PROMETHEUS (stats.prometheus)"), std::string::npos)
+      << r.error;
+}
+
 }  // namespace
 }  // namespace uroce

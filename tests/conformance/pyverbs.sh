@@ -13,13 +13,18 @@
 # With HUGEPAGES, at least that many 2 MB pages are reserved for the run
 # (the module's huge-page cases skip without them) and the count is put
 # back afterwards. UROCE_PYVERBS_PRELOAD names libraries to preload into
-# the suite's python ahead of uroce (a sanitizer's runtime).
+# the suite's python ahead of uroce (a sanitizer's runtime). With MODE
+# daemon the device is a device daemon's (uroced in the namespace), the
+# suite attached to it; the counts go to RESULTS/daemon/MODULE.
+#   tests/conformance/pyverbs.sh BIN_DIR MODULE RESULTS [HUGEPAGES [MODE]]
 set -euo pipefail
 
 bin=$1
 module=$2
 results=$3
 hugepages=${4:-0}
+mode=${5:-inproc}
+if [[ $mode == daemon ]]; then results=$results/daemon; fi
 mkdir -p "$results"
 rm -f "$results/$module"
 nr_huge=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
@@ -31,7 +36,9 @@ if [[ ! -f $suite/run_tests.py ]]; then
 fi
 work=$(mktemp -d)
 ns=upv$$
+daemon_pid=
 cleanup() {
+  if [[ -n $daemon_pid ]]; then kill "$daemon_pid" 2>/dev/null || true; wait "$daemon_pid" 2>/dev/null || true; fi
   ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
   ip netns del "$ns" 2>/dev/null || true
   if [[ -n $huge_before ]]; then echo "$huge_before" >"$nr_huge"; fi
@@ -58,10 +65,33 @@ ip -n "$ns" link set peer up
 status=0
 preload=()
 if [[ -n ${UROCE_PYVERBS_PRELOAD:-} ]]; then preload=(env "LD_PRELOAD=$UROCE_PYVERBS_PRELOAD"); fi
-ip netns exec "$ns" "${preload[@]}" "$bin/uroce-run" --port net_af_packet0,iface=rdma --ip 10.77.0.1/24 -- \
+device=(--port net_af_packet0,iface=rdma --ip 10.77.0.1/24)
+if [[ $mode == daemon ]]; then
+  printf '[[device]]\nname = "uroce0"\nport = "net_af_packet0,iface=rdma"\nip = ["10.77.0.1/24"]\n[daemon]\nsocket = "%s"\n' \
+    "$work/uroced.sock" >"$work/uroced.toml"
+  ip netns exec "$ns" "$bin/uroced" --config "$work/uroced.toml" >"$work/uroced.log" 2>&1 &
+  daemon_pid=$!
+  for _ in $(seq 200); do
+    grep -q "listening on" "$work/uroced.log" && break
+    sleep 0.05
+  done
+  if ! grep -q "listening on" "$work/uroced.log"; then
+    cat "$work/uroced.log" >&2
+    echo "pyverbs $module: uroced did not start" >&2
+    exit 1
+  fi
+  preload+=(env "UROCE_DAEMON_SOCKET=$work/uroced.sock")
+  device=()
+fi
+ip netns exec "$ns" "${preload[@]}" "$bin/uroce-run" "${device[@]}" -- \
   /usr/bin/python3 "$work/tests/run_tests.py" --dev uroce0 --gid 1 -v "$module" \
   >"$work/log" 2>&1 || status=$?
 cat "$work/log"
+if [[ -n $daemon_pid ]] && ! kill -0 "$daemon_pid" 2>/dev/null; then
+  cat "$work/uroced.log" >&2
+  echo "pyverbs $module: uroced died during the run" >&2
+  status=1
+fi
 
 # unittest's -v lines: "name (tests.module.Class.name) ... result", the
 # result sometimes on the next line (after a docstring or a print).

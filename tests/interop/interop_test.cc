@@ -8,36 +8,24 @@
 // as InfiniBand, nothing malformed, with a correct ICRC. Needs root.
 
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <fstream>
 #include <regex>
-#include <sstream>
 #include <string>
-#include <thread>
-#include <vector>
 
 #include "support/child.h"
 #include "support/icrc_check.h"
 #include "support/pcap.h"
+#include "support/testbed_pair.h"
 #include "support/tshark.h"
 #include "wire/roce_parser.h"
-
-extern char** environ;
 
 namespace uroce {
 namespace {
 
 using namespace std::chrono_literals;
 using test::Child;
-using test::sh;
-using test::slurp;
 
 struct Pair {
   std::string server;  ///< the program and its arguments on host b
@@ -49,74 +37,30 @@ struct Pair {
 
 class Interop : public ::testing::Test {
  protected:
-  void SetUp() override {
-    prefix_ = "ui" + std::to_string(getpid()) + "-";
-    ASSERT_EQ(sh("TESTBED_MTU=" + std::to_string(link_mtu_) + " " + std::string(UROCE_SCRIPTS_DIR) +
-                 "/testbed.sh up " + prefix_),
-              0)
-        << "cannot build the testbed";
-  }
-  void TearDown() override { sh(std::string(UROCE_SCRIPTS_DIR) + "/testbed.sh down " + prefix_); }
+  Interop() : Interop(1500) {}
+  explicit Interop(unsigned link_mtu) : bed_({.tag = "ui", .link_mtu = link_mtu}) {}
+  void SetUp() override { ASSERT_TRUE(bed_.up()) << "cannot build the testbed"; }
+  void TearDown() override { bed_.down(); }
 
-  std::string ns(char host) const { return prefix_ + host; }
-
+  std::string ns(char host) const { return bed_.ns(host); }
   // The program under uroce-run on `host`, with uroce's addresses there
-  // (GID 1 IPv4, GID 2 IPv6). In the ASan build, with the sanitizer's
-  // runtime preloaded (UROCE_TEST_PRELOAD, set by tests/interop's
-  // CMakeLists.txt) ahead of the instrumented binding, and leak checking
-  // off: perftest does not free everything it allocates (its device list,
-  // its buffers), which is not the binding's to answer for.
+  // (GID 1 IPv4, GID 2 IPv6).
   std::string over_uroce(char host, const std::string& program) const {
-    std::string preload;
-    if (const char* p = std::getenv("UROCE_TEST_PRELOAD"); p && *p)
-      preload = std::string("env LD_PRELOAD=") + p + " ASAN_OPTIONS=detect_leaks=0 ";
-    return "ip netns exec " + ns(host) + " " + preload + std::string(UROCE_BIN_DIR) +
-           "/uroce-run --port net_af_packet0,iface=rdma --ip " +
-           (host == 'a' ? "10.77.0.1/24,fd77::1/64" : "10.77.0.2/24,fd77::2/64") + " -- " + program;
-  }
-
-  bool listening(char host, unsigned port) {
-    return sh("ip netns exec " + ns(host) + " ss -Hltn 'sport = :" + std::to_string(port) +
-              "' | grep -q LISTEN") == 0;
+    return bed_.over_uroce(host, program);
   }
 
   // Runs the pair, captures the RDMA link at both ends, checks the frames.
   void run(const Pair& r) {
-    const std::string dir = tmp_.path();
-    std::vector<std::unique_ptr<Child>> captures;
-    for (char host : {'a', 'b'}) {
-      // dumpcap at each end: each sees what arrives there (af_packet's
-      // transmit ring bypasses the capture taps of its own host). The
-      // first 20000 frames are enough and keep the check quick.
-      captures.push_back(std::make_unique<Child>("ip netns exec " + ns(host) +
-                                                     " dumpcap -q -P -i rdma -c 20000 -w " + dir +
-                                                     "/" + host + ".pcap",
-                                                 dir + "/dumpcap-" + host + ".log"));
-    }
-    for (char host : {'a', 'b'}) {
-      const auto end = std::chrono::steady_clock::now() + 10s;
-      while (slurp(dir + "/dumpcap-" + host + ".log").find("Capturing on") == std::string::npos &&
-             std::chrono::steady_clock::now() < end)
-        std::this_thread::sleep_for(20ms);
-    }
-
+    const std::string dir = bed_.dir();
+    bed_.start_captures();
     Child server(over_uroce('b', r.server), dir + "/server.log");
-    const auto end = std::chrono::steady_clock::now() + 30s;
-    while (!listening('b', r.port) && std::chrono::steady_clock::now() < end)
-      std::this_thread::sleep_for(50ms);
+    bed_.wait_for_tcp_listener('b', r.port, 30s);
     std::string client_cmd = r.client;
     client_cmd.replace(client_cmd.find("{peer}"), 6, "192.168.77.2");
     Child client(over_uroce('a', client_cmd), dir + "/client.log");
     const int client_rc = client.wait(180s);
     const int server_rc = server.wait(60s);
-    // libpcap hands dumpcap a ring block when it fills or when its read
-    // timeout (250 ms) passes; a block still filling when dumpcap is
-    // interrupted is lost. Let the last one out first.
-    std::this_thread::sleep_for(700ms);
-    for (auto& c : captures) {
-      c->interrupt();
-      c->wait(20s);
-    }
+    bed_.stop_captures();
     const std::string out = client.output();
     EXPECT_EQ(client_rc, 0) << "client:\n" << out << "\nserver:\n" << server.output();
     EXPECT_EQ(server_rc, 0) << "server:\n" << server.output();
@@ -146,8 +90,7 @@ class Interop : public ::testing::Test {
         EXPECT_EQ(pkt.ipv6, ipv6) << pcap << " frame " << i + 1 << " is IPv" << (pkt.ipv6 ? 6 : 4);
       }
       EXPECT_EQ(why, wire::DropReason::kNone)
-          << pcap << " frame " << i + 1 << ": "
-          << wire::name(why);
+          << pcap << " frame " << i + 1 << ": " << wire::name(why);
     }
     // Payloads are the programs' bytes: keep Wireshark from guessing a
     // protocol inside them (a 2-byte RDMA WRITE reads as an EtherType).
@@ -172,21 +115,19 @@ class Interop : public ::testing::Test {
 
   // One program under uroce on host a; returns its output.
   std::string run_one(const std::string& program, int* rc) {
-    Child c(over_uroce('a', program), tmp_.path() + "/one.log");
+    Child c(over_uroce('a', program), bed_.dir() + "/one.log");
     *rc = c.wait(60s);
     return c.output();
   }
 
-  std::string prefix_;
-  test::TempDir tmp_;
-  unsigned link_mtu_ = 1500;
+  test::TestbedPair bed_;
 };
 
 // The RDMA link with 9000-byte frames: uroce finds the link's MTU and
 // offers a path MTU of 4096.
 class InteropJumbo : public Interop {
  protected:
-  InteropJumbo() { link_mtu_ = 9000; }
+  InteropJumbo() : Interop(9000) {}
 };
 
 TEST_F(Interop, IbvDevicesListsUroce0WithItsMacGuid) {
@@ -197,7 +138,7 @@ TEST_F(Interop, IbvDevicesListsUroce0WithItsMacGuid) {
   std::string addr;
   {
     Child c("ip netns exec " + ns('a') + " cat /sys/class/net/rdma/address",
-            tmp_.path() + "/mac.log");
+            bed_.dir() + "/mac.log");
     ASSERT_EQ(c.wait(10s), 0);
     addr = c.output();
   }

@@ -13,9 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <map>
-#include <memory>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -27,6 +25,7 @@
 #include "support/icrc_check.h"
 #include "support/pcap.h"
 #include "support/stats_lines.h"
+#include "support/testbed_pair.h"
 #include "support/tshark.h"
 #include "wire/roce_parser.h"
 
@@ -35,8 +34,6 @@ namespace {
 
 using namespace std::chrono_literals;
 using test::Child;
-using test::sh;
-using test::slurp;
 
 struct Pair {
   std::string server;  ///< on host b
@@ -46,32 +43,16 @@ struct Pair {
 
 class Rdmacm : public ::testing::Test {
  protected:
-  void SetUp() override {
-    prefix_ = "ur" + std::to_string(getpid() % 100000) + "-";
-    ASSERT_EQ(sh(std::string(UROCE_SCRIPTS_DIR) + "/testbed.sh up " + prefix_), 0)
-        << "cannot build the testbed";
-  }
-  void TearDown() override { sh(std::string(UROCE_SCRIPTS_DIR) + "/testbed.sh down " + prefix_); }
+  void SetUp() override { ASSERT_TRUE(bed_.up()) << "cannot build the testbed"; }
+  void TearDown() override { bed_.down(); }
 
-  std::string dir() const { return tmp_.path(); }
-  std::string ns(char host) const { return prefix_ + host; }
+  std::string dir() const { return bed_.dir(); }
 
   // The program under uroce-run on `host` (10.77.0.1 and fd77::1 on a,
   // .2 and ::2 on b), its counters to <dir>/<host>.stats at exit and its
-  // stats endpoint in <dir>/<host>/. In the ASan build, with the
-  // sanitizer's runtime preloaded ahead of the instrumented binding
-  // (UROCE_TEST_PRELOAD, from CMakeLists.txt), leak checks off: the
-  // programs do not free everything.
+  // stats endpoint in <dir>/<host>/.
   std::string over_uroce(char host, const std::string& program) const {
-    const std::string h(1, host);
-    sh("mkdir -p " + dir() + "/" + h);
-    std::string preload;
-    if (const char* p = std::getenv("UROCE_TEST_PRELOAD"); p && *p)
-      preload = std::string(" LD_PRELOAD=") + p + " ASAN_OPTIONS=detect_leaks=0";
-    return "ip netns exec " + ns(host) + " env" + preload + " UROCE_STATS_DIR=" + dir() + "/" + h +
-           " UROCE_STATS_FILE=" + dir() + "/" + h + ".stats " + std::string(UROCE_BIN_DIR) +
-           "/uroce-run --port net_af_packet0,iface=rdma --ip " +
-           (host == 'a' ? "10.77.0.1/24,fd77::1/64" : "10.77.0.2/24,fd77::2/64") + " -- " + program;
+    return bed_.over_uroce(host, program);
   }
 
   // The counters of the uroce processes running on `host` now, as
@@ -96,35 +77,7 @@ class Rdmacm : public ::testing::Test {
   // (an rdma_cm listener has no socket for ss to see).
   bool listening(char host) const { return live_counters(host)["cm.listeners"] > 0; }
 
-  std::map<std::string, unsigned long long> counters(char host) const {
-    return test::stats_lines(slurp(dir() + "/" + std::string(1, host) + ".stats"), "uroce0");
-  }
-
-  // Starts captures at both ends of the link (each sees what arrives
-  // there: af_packet's transmit ring bypasses its own host's taps).
-  void start_captures() {
-    for (char host : {'a', 'b'}) {
-      captures_.push_back(std::make_unique<Child>("ip netns exec " + ns(host) +
-                                                      " dumpcap -q -P -i rdma -c 20000 -w " +
-                                                      dir() + "/" + host + ".pcap",
-                                                  dir() + "/dumpcap-" + host + ".log"));
-    }
-    for (char host : {'a', 'b'}) {
-      const auto end = std::chrono::steady_clock::now() + 10s;
-      while (slurp(dir() + "/dumpcap-" + host + ".log").find("Capturing on") == std::string::npos &&
-             std::chrono::steady_clock::now() < end)
-        std::this_thread::sleep_for(20ms);
-    }
-  }
-  void stop_captures() {
-    // libpcap hands dumpcap a block when it fills or after 250 ms.
-    std::this_thread::sleep_for(700ms);
-    for (auto& c : captures_) {
-      c->interrupt();
-      c->wait(20s);
-    }
-    captures_.clear();
-  }
+  test::CounterMap counters(char host) const { return bed_.counters(host); }
 
   // Runs the server on b until it listens, then the client on a; both
   // must succeed. Returns the client's output.
@@ -145,9 +98,7 @@ class Rdmacm : public ::testing::Test {
     return out;
   }
 
-  std::string prefix_;
-  test::TempDir tmp_;
-  std::vector<std::unique_ptr<Child>> captures_;
+  test::TestbedPair bed_{{.tag = "ur", .stats_file = true, .stats_dir = true}};
 };
 
 // What tshark must decode in each CM message (IBA 12.6): its attribute,
@@ -215,11 +166,11 @@ std::multiset<std::string> check_cm_capture(const std::string& pcap) {
 }
 
 TEST_F(Rdmacm, RpingVerifiesItsDataAndEveryCmMadDecodes) {
-  start_captures();
+  bed_.start_captures();
   // -V: each side checks every byte the other sent; -v prints each ping.
   run({"rping -s -a 10.77.0.2 -V -C 100", "rping -c -a 10.77.0.2 -V -v -C 100",
        R"(ping data: rdma-ping-99: )"});
-  stop_captures();
+  bed_.stop_captures();
   std::multiset<std::string> seen = check_cm_capture(dir() + "/a.pcap");
   seen.merge(check_cm_capture(dir() + "/b.pcap"));
   // The whole life of a connection: REQ, REP, RTU, then DREQ and DREP.
@@ -261,7 +212,7 @@ TEST_F(Rdmacm, MckeyDeliversEveryMessageToTheGroup) {
   // librdmacm's ibv_attach_mcast on the MULTICAST_JOIN event), the
   // receiver with two ids, so two QPs; the sender sends ten datagrams to
   // the group, and each of the receiver's QPs must get all ten.
-  start_captures();
+  bed_.start_captures();
   // stdbuf: the receiver's lines as it prints them, to know it joined.
   Child receiver(over_uroce('b', "stdbuf -oL mckey -m 239.77.0.1 -b 10.77.0.2 -c 2"),
                  dir() + "/receiver.log");
@@ -274,13 +225,12 @@ TEST_F(Rdmacm, MckeyDeliversEveryMessageToTheGroup) {
     return n;
   };
   const auto end = std::chrono::steady_clock::now() + 30s;
-  while (joins() < 2 && std::chrono::steady_clock::now() < end)
-    std::this_thread::sleep_for(50ms);
+  while (joins() < 2 && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(50ms);
   ASSERT_EQ(joins(), 2u) << receiver.output();
   Child sender(over_uroce('a', "mckey -m 239.77.0.1 -s -b 10.77.0.1"), dir() + "/sender.log");
   const int sender_rc = sender.wait(60s);
   const int receiver_rc = receiver.wait(30s);
-  stop_captures();
+  bed_.stop_captures();
   const std::string out = receiver.output();
   EXPECT_EQ(sender_rc, 0) << "sender:\n" << sender.output();
   EXPECT_EQ(receiver_rc, 0) << "receiver:\n" << out;
@@ -310,9 +260,9 @@ TEST_F(Rdmacm, MckeyDeliversEveryMessageToTheGroup) {
   }
   EXPECT_EQ(to_group, 10u);
   std::size_t decoded = 0;
-  for (const auto& d : test::tshark_decode(dir() + "/b.pcap",
-                                           {"frame.number", "infiniband.bth.destqp", "eth.dst",
-                                            "ip.dst", "_ws.malformed"})) {
+  for (const auto& d : test::tshark_decode(
+           dir() + "/b.pcap",
+           {"frame.number", "infiniband.bth.destqp", "eth.dst", "ip.dst", "_ws.malformed"})) {
     EXPECT_EQ(d.at("_ws.malformed"), "") << "frame " << d.at("frame.number");
     if (d.at("infiniband.bth.destqp").empty() ||
         test::tshark_number(d.at("infiniband.bth.destqp")) != 0xFFFFFF)

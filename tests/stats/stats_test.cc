@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // A device's counters reach uroce-stat through the process's stats socket.
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -75,6 +79,50 @@ TEST(Stats, UroceStatShowsADevicesCounters) {
   EXPECT_EQ(dev->gids()[1], *wire::IpAddr::parse("10.66.0.1")) << "IPv4-mapped RoCEv2 GID";
   EXPECT_EQ(dev->port_attr().gid_tbl_len, kGidTableLen) << "room to spare, as on a NIC";
   EXPECT_NE(dev->attr().node_guid, 0u);
+}
+
+// The whole answer of 127.0.0.1:port to GET /metrics.
+std::string scrape(std::uint16_t port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  const std::string req = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
+    char buf[4096];
+    for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;)
+      out.append(buf, static_cast<std::size_t>(n));
+  }
+  close(fd);
+  return out;
+}
+
+TEST(Stats, ADeviceServesPrometheusWhenTheConfigurationAsks) {
+  test::TempDir dir;
+  setenv("UROCE_STATS_DIR", dir.path().c_str(), 1);
+  DeviceConfig dc;
+  dc.name = "uroce1";
+  dc.port = "pipe:prometheus";
+  dc.ip = {IpPrefix{"10.67.0.1", 24}};
+  Config c;
+  c.stats.prometheus = "127.0.0.1:0";
+  std::string err;
+  test::register_pipe_driver();
+  auto dev = Device::open(dc, c, &err);
+  ASSERT_TRUE(dev) << err;
+  const std::uint16_t port = stats::StatsServer::instance()->prometheus_port();
+  ASSERT_NE(port, 0);
+  EXPECT_EQ(
+      dev->engine().resolve(*wire::IpAddr::parse("10.67.0.9"), std::chrono::milliseconds(100)),
+      std::nullopt);
+  const std::string body = scrape(port);
+  EXPECT_NE(body.find("# TYPE uroce_tx_arp_request counter\n"), std::string::npos) << body;
+  EXPECT_NE(body.find("uroce_tx_arp_request{device=\"uroce1\",scope=\"engine\"} "),
+            std::string::npos)
+      << body;
 }
 
 }  // namespace

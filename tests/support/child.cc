@@ -56,8 +56,10 @@ int Child::wait(std::chrono::seconds limit) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-void Child::interrupt() {
-  if (pid_ > 0) kill(pid_, SIGINT);
+void Child::interrupt() { signal(SIGINT); }
+
+void Child::signal(int sig) {
+  if (pid_ > 0 && !reaped_) kill(pid_, sig);
 }
 
 }  // namespace uroce::test

@@ -29,6 +29,9 @@ class Child {
   /// is killed).
   int wait(std::chrono::seconds limit);
   void interrupt();
+  /// Sends `sig` (SIGKILL: the program dies where it stands).
+  void signal(int sig);
+  pid_t pid() const { return pid_; }
   std::string output() const { return slurp(log_); }
 
  private:

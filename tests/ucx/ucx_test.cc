@@ -12,57 +12,41 @@
 #include <chrono>
 #include <regex>
 #include <string>
-#include <thread>
 
 #include "support/child.h"
 #include "support/stats_lines.h"
-#include "support/tshark.h"
+#include "support/testbed_pair.h"
 
 namespace uroce {
 namespace {
 
 using namespace std::chrono_literals;
 using test::Child;
-using test::sh;
 using test::slurp;
 
 constexpr int kIters = 1000;
 
 class Ucx : public ::testing::Test {
  protected:
-  void SetUp() override {
-    prefix_ = "uu" + std::to_string(getpid() % 100000) + "-";
-    ASSERT_EQ(sh(std::string(UROCE_SCRIPTS_DIR) + "/testbed.sh up " + prefix_), 0)
-        << "cannot build the testbed";
-  }
-  void TearDown() override { sh(std::string(UROCE_SCRIPTS_DIR) + "/testbed.sh down " + prefix_); }
+  void SetUp() override { ASSERT_TRUE(bed_.up()) << "cannot build the testbed"; }
+  void TearDown() override { bed_.down(); }
 
-  std::string dir() const { return tmp_.path(); }
-  std::string ns(char host) const { return prefix_ + host; }
+  std::string dir() const { return bed_.dir(); }
 
   // The program under uroce-run on `host` (10.77.0.1 on a, .2 on b), its
   // counters to <dir>/<host>.stats at exit.
   std::string over_uroce(char host, const std::string& program, const std::string& env = "") const {
-    const std::string h(1, host);
-    return "ip netns exec " + ns(host) + " env " + env + " UROCE_STATS_FILE=" + dir() + "/" + h +
-           ".stats " + std::string(UROCE_BIN_DIR) +
-           "/uroce-run --port net_af_packet0,iface=rdma --ip " +
-           (host == 'a' ? "10.77.0.1/24" : "10.77.0.2/24") + " -- " + program;
+    return bed_.over_uroce(host, program, env);
   }
 
-  test::CounterMap counters(char host) const {
-    return test::stats_lines(slurp(dir() + "/" + std::string(1, host) + ".stats"), "uroce0");
-  }
+  test::CounterMap counters(char host) const { return bed_.counters(host); }
 
   // ucx_perftest's server on b until it listens on its TCP port, then its
   // client on a (connecting over ctl); both must succeed. Returns the
   // client's output.
   std::string perftest(const std::string& args, const std::string& env = "") {
     Child server(over_uroce('b', "ucx_perftest " + args, env), dir() + "/server.log");
-    const auto end = std::chrono::steady_clock::now() + 20s;
-    while (sh("ip netns exec " + ns('b') + " ss -ltnH 'sport = :13337' | grep -q LISTEN") != 0 &&
-           std::chrono::steady_clock::now() < end)
-      std::this_thread::sleep_for(50ms);
+    bed_.wait_for_tcp_listener('b', 13337, 20s);
     Child client(over_uroce('a', "ucx_perftest 192.168.77.2 " + args, env), dir() + "/client.log");
     const int client_rc = client.wait(60s);
     const int server_rc = server.wait(20s);
@@ -86,8 +70,7 @@ class Ucx : public ::testing::Test {
     EXPECT_GE(test::sum_matching(b, "rcvd_pkts"), packets) << slurp(dir() + "/b.stats");
   }
 
-  std::string prefix_;
-  test::TempDir tmp_;
+  test::TestbedPair bed_{{.tag = "uu", .ipv6 = false, .stats_file = true}};
 };
 
 TEST_F(Ucx, InfoListsUroce0WithRcAndUdVerbsOnItsPort) {

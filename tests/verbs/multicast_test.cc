@@ -11,8 +11,8 @@
 #include <chrono>
 #include <cstring>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -163,6 +163,20 @@ class Multicast : public ::testing::Test {
     a_ = std::make_unique<Host>("uroce-ma", "10.79.3.1", std::move(pa));
     b_ = std::make_unique<Host>("uroce-mb", "10.79.3.2", std::move(pb));
   }
+
+  // Sends `text` to `group` from a new QP on a, and returns once b's
+  // device has taken the datagram in: one that no QP of b receives
+  // completes nothing at b to wait for.
+  void send_from_a_until_b_takes_it(const char* group, const std::string& text) {
+    QueuePair& sender = a_->make_qp();
+    a_->send(sender, group, text);
+    ASSERT_EQ(a_->poll(1).size(), 1u);
+    const auto end = std::chrono::steady_clock::now() + 5s;
+    while (b_->counters()["engine.multicast_rcv_packets"] == 0 &&
+           std::chrono::steady_clock::now() < end)
+      std::this_thread::sleep_for(1ms);
+  }
+
   std::unique_ptr<Host> a_, b_;
 };
 
@@ -201,13 +215,7 @@ TEST_F(Multicast, AQpTornDownWhileAttachedLeavesItsGroup) {
   QueuePair& qp = b_->make_qp();
   ASSERT_EQ(qp.attach_mcast(gid("239.1.1.4"), 0), 0);
   b_->qps.clear();
-  QueuePair& sender = a_->make_qp();
-  a_->send(sender, "239.1.1.4", "anyone?");
-  ASSERT_EQ(a_->poll(1).size(), 1u);
-  const auto end = std::chrono::steady_clock::now() + 5s;
-  while (b_->counters()["engine.multicast_rcv_packets"] == 0 &&
-         std::chrono::steady_clock::now() < end)
-    std::this_thread::sleep_for(1ms);
+  ASSERT_NO_FATAL_FAILURE(send_from_a_until_b_takes_it("239.1.1.4", "anyone?"));
   EXPECT_EQ(b_->counters()["engine.multicast_no_group"], 1u);
 }
 
@@ -289,13 +297,7 @@ TEST_F(Multicast, AGroupNobodyJoinedIsDroppedAndCounted) {
   QueuePair& qp = b_->make_qp();
   ASSERT_EQ(qp.attach_mcast(gid("239.7.0.3"), 0), 0);
   b_->post_recv(qp, 0);
-  QueuePair& sender = a_->make_qp();
-  a_->send(sender, "239.7.0.4", "not yours");
-  ASSERT_EQ(a_->poll(1).size(), 1u);
-  const auto end = std::chrono::steady_clock::now() + 5s;
-  while (b_->counters()["engine.multicast_rcv_packets"] == 0 &&
-         std::chrono::steady_clock::now() < end)
-    std::this_thread::sleep_for(1ms);
+  ASSERT_NO_FATAL_FAILURE(send_from_a_until_b_takes_it("239.7.0.4", "not yours"));
   EXPECT_EQ(b_->counters()["engine.multicast_no_group"], 1u);
   EXPECT_TRUE(b_->poll(1, 100ms).empty());
 }

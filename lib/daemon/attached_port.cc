@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "daemon/attached_port.h"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "daemon/protocol.h"
+#include "log/log.h"
+
+namespace uroce::daemon {
+
+std::unique_ptr<AttachedPort> AttachedPort::open(const std::string& socket,
+                                                 const std::string& device, std::string* error) {
+  const int sock = connect_daemon(socket);
+  if (sock < 0) {
+    *error = "no uroced on " + socket + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  Message req;
+  req.op = Op::kAttach;
+  req.text = device;
+  Message reply;
+  if (!call(sock, req, &reply)) {
+    *error = "uroced on " + socket + " did not answer: " + std::strerror(errno);
+    close(sock);
+    return nullptr;
+  }
+  PortInfo info;
+  if (reply.op != Op::kAttached || reply.fd < 0 || !parse_port_info(reply.text, &info)) {
+    *error = reply.op == Op::kError ? "uroced: " + reply.text : "uroced: a malformed reply";
+    if (reply.fd >= 0) close(reply.fd);
+    close(sock);
+    return nullptr;
+  }
+  auto rings = port::ShmRegion::map(reply.fd, error);
+  if (!rings) {
+    close(sock);
+    return nullptr;
+  }
+  port::RingPortInfo ri;
+  std::memcpy(ri.mac.bytes.data(), info.mac, 6);
+  ri.mtu = info.mtu;
+  ri.speed_mbps = info.speed_mbps;
+  return std::unique_ptr<AttachedPort>(
+      new AttachedPort(sock, std::make_unique<port::RingPort>(std::move(rings), ri)));
+}
+
+AttachedPort::~AttachedPort() {
+  // The daemon drops our rings and QPNs when the socket closes.
+  close(sock_);
+}
+
+std::uint32_t AttachedPort::alloc_qpn() {
+  std::lock_guard lock(call_mu_);
+  Message req;
+  req.op = Op::kAllocQpn;
+  Message reply;
+  // A Message's op is kError until a reply sets it: whether the call
+  // went through is the call's answer, not the op's.
+  const bool answered = call(sock_, req, &reply);
+  if (!answered || reply.op != Op::kQpn) {
+    log::get().warn("uroced gave no QPN: {}", answered ? reply.text : "it hung up");
+    return 0;
+  }
+  return reply.value;
+}
+
+void AttachedPort::free_qpn(std::uint32_t qpn) {
+  std::lock_guard lock(call_mu_);
+  Message req;
+  req.op = Op::kFreeQpn;
+  req.value = qpn;
+  Message reply;
+  call(sock_, req, &reply);  // a daemon gone has freed it already
+}
+
+void AttachedPort::set_cm_services(const std::vector<std::uint64_t>& service_ids) {
+  std::lock_guard lock(call_mu_);
+  Message req;
+  req.op = Op::kCmServices;
+  char hex[24];
+  for (std::uint64_t sid : service_ids) {
+    std::snprintf(hex, sizeof(hex), "%s%llx", req.text.empty() ? "" : ",",
+                  static_cast<unsigned long long>(sid));
+    req.text += hex;
+  }
+  Message reply;
+  call(sock_, req, &reply);
+}
+
+bool AttachedPort::failed() const {
+  pollfd p{sock_, POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR)) != 0;
+}
+
+}  // namespace uroce::daemon

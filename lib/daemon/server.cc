@@ -1,0 +1,344 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "daemon/server.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "daemon/protocol.h"
+#include "log/log.h"
+#include "stats/stats_server.h"
+#include "verbs/device.h"
+#include "verbs/port_driver.h"
+
+namespace uroce::daemon {
+
+namespace {
+
+// The daemon is on every frame's path, both ways: while traffic is
+// recent it keeps looking, yielding the core on each empty look (a
+// program that wants it gets it; on an idle machine yield returns at
+// once). Past that it naps, briefly at first (a program's next frame
+// waits for the nap to end), then longer, so that an idle daemon leaves
+// the cores to the programs.
+constexpr engine::Nanos kYieldForNs = 5'000'000;
+constexpr engine::Nanos kNapForNs = 1'000'000'000;
+constexpr auto kNap = std::chrono::microseconds(20);
+constexpr auto kSleep = std::chrono::milliseconds(1);
+// How often a busy loop looks at the control socket.
+constexpr engine::Nanos kControlEveryNs = 1'000'000;
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+// The socket's directory (/run/uroce by default), made if missing.
+bool make_parent(const std::string& path, std::string* error) {
+  const auto slash = path.rfind('/');
+  if (slash == 0 || slash == std::string::npos) return true;
+  const std::string dir = path.substr(0, slash);
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    *error = "cannot make " + dir + ": " + std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::unique_ptr<Server> Server::open(const Config& c, std::string* error) {
+  std::unique_ptr<Server> s(new Server());
+  if (c.devices.empty()) {
+    *error = "the configuration names no device ([[device]])";
+    return nullptr;
+  }
+  for (const DeviceConfig& dc : c.devices) {
+    const verbs::PortDriver* driver = verbs::find_port_driver(dc);
+    if (!driver) {
+      *error = dc.name + ": no port driver for '" + dc.port + "'";
+      return nullptr;
+    }
+    std::unique_ptr<port::Port> port = driver->open(dc, c, error);
+    if (!port) {
+      *error = dc.name + ": " + *error;
+      return nullptr;
+    }
+    // The capture sees the wire: inside the faults, what they drop is
+    // not on it.
+    auto tapped = std::make_unique<port::CapturePort>(std::move(port));
+    auto capture = std::make_unique<Capture>(*tapped);
+    port = verbs::Device::with_faults(std::move(tapped), c);
+    std::vector<wire::IpAddr> gids;
+    engine::EngineConfig ec;
+    if (!verbs::Device::engine_setup(dc, c, port->mac(), &gids, &ec, error)) return nullptr;
+    ec.loopback_tap = [cap = capture.get()](wire::ConstBytes f) { cap->loopback(f); };
+    Device d;
+    d.cfg = dc;
+    d.capture = std::move(capture);
+    d.sw = std::make_unique<HostSwitch>(dc, *port, std::move(ec));
+    d.port = std::move(port);
+    s->devices_.push_back(std::move(d));
+    log::get().info("{}: serving on {}", dc.name, dc.port);
+  }
+  verbs::Device::serve_prometheus(c);
+  for (Device& d : s->devices_) {
+    if (auto* stats = stats::StatsServer::instance()) {
+      HostSwitch* sw = d.sw.get();
+      const Capture* cap = d.capture.get();
+      d.stats_handle = stats->add(d.cfg.name, [sw, cap](std::string& out) {
+        const auto line = [&](std::string_view scope, std::string_view name, std::uint64_t v) {
+          out.append(scope).append(" ").append(name).append(" ").append(std::to_string(v));
+          out.append("\n");
+        };
+        sw->for_each_counter(line);
+        cap->for_each_counter(
+            [&](std::string_view name, std::uint64_t v) { line("capture", name, v); });
+      });
+    }
+  }
+
+  s->path_ = c.daemon_socket;
+  if (!make_parent(s->path_, error)) return nullptr;
+  sockaddr_un addr{};
+  if (s->path_.size() >= sizeof(addr.sun_path)) {
+    *error = "daemon.socket is too long for a socket path";
+    return nullptr;
+  }
+  s->listen_fd_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (s->listen_fd_ < 0) {
+    *error = std::string("socket: ") + std::strerror(errno);
+    return nullptr;
+  }
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, s->path_.data(), s->path_.size());
+  // A socket left by a daemon that died is stale; one that answers is a
+  // daemon that runs, and two must not serve the same devices.
+  if (const int probe = connect_daemon(s->path_); probe >= 0) {
+    close(probe);
+    *error = "another uroced is serving " + s->path_;
+    // Not ours to unlink: ~Server removes the socket of a daemon that
+    // listened, and this one never will.
+    close(s->listen_fd_);
+    s->listen_fd_ = -1;
+    return nullptr;
+  }
+  unlink(s->path_.c_str());
+  if (bind(s->listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      listen(s->listen_fd_, 64) != 0) {
+    *error = "cannot listen on " + s->path_ + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  // Programs of any user may attach, as any user may open a NIC's
+  // /dev/infiniband/uverbs*.
+  chmod(s->path_.c_str(), 0666);
+  log::get().info("listening on {}", s->path_);
+  return s;
+}
+
+Server::~Server() {
+  // Programs see their sockets hang up and fail their devices.
+  for (Conn& c : conns_) close_conn(c);
+  conns_.clear();
+  if (listen_fd_ >= 0) {
+    close(listen_fd_);
+    unlink(path_.c_str());
+  }
+  for (Device& d : devices_) {
+    if (d.stats_handle != 0) stats::StatsServer::instance()->remove(d.stats_handle);
+    d.sw.reset();
+    d.capture.reset();
+    d.port.reset();
+  }
+}
+
+std::string Server::devices_toml() const {
+  std::string out;
+  for (const Device& d : devices_) {
+    const DeviceConfig& dc = d.cfg;
+    out += "[[device]]\nname = " + quoted(dc.name) + "\nport = " + quoted("uroced:" + dc.name) +
+           "\nip = [";
+    for (std::size_t i = 0; i < dc.ip.size(); ++i)
+      out += (i ? ", " : "") + quoted(dc.ip[i].address + "/" + std::to_string(dc.ip[i].prefix));
+    out += "]\nmtu = " + std::to_string(d.port->mtu()) + "\ndscp = " + std::to_string(dc.dscp) +
+           "\npcp = " + std::to_string(dc.pcp) +
+           "\npriority_tag = " + (dc.priority_tag ? "true" : "false") +
+           "\nvlan_id = " + std::to_string(dc.vlan_id) + "\necn = " + (dc.ecn ? "true" : "false") +
+           "\nlink_wait_ms = 0\n";
+  }
+  return out;
+}
+
+void Server::run(const std::atomic<bool>& stop) {
+  for (Device& d : devices_) d.port->attach_thread();
+  engine::Nanos worked_at = engine::now_ns();
+  engine::Nanos control_at = 0;
+  while (!stop.load(std::memory_order_relaxed)) {
+    const engine::Nanos now = engine::now_ns();
+    const engine::Nanos idle = now - worked_at;
+    const bool control = now >= control_at || idle > kYieldForNs;
+    if (control) control_at = now + kControlEveryNs;
+    if (run_once(control) > 0) {
+      worked_at = now;
+      continue;
+    }
+    if (idle < kYieldForNs) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(idle < kNapForNs ? kNap : kSleep);
+    }
+  }
+}
+
+std::uint32_t Server::run_once(bool control) {
+  std::uint32_t work = 0;
+  const engine::Nanos now = engine::now_ns();
+  for (Device& d : devices_) work += d.sw->engine().poll(now);
+  if (control) serve_control();
+  return work;
+}
+
+void Server::serve_control() {
+  std::vector<pollfd> fds;
+  fds.push_back({listen_fd_, POLLIN, 0});
+  for (const Conn& c : conns_) fds.push_back({c.fd, POLLIN, 0});
+  if (::poll(fds.data(), fds.size(), 0) <= 0) return;
+  // Requests first (the connections polled), then new connections.
+  std::vector<Conn> keep;
+  keep.reserve(conns_.size());
+  for (std::size_t i = 0; i < conns_.size(); ++i) {
+    Conn& c = conns_[i];
+    const short ev = fds[i + 1].revents;
+    if (ev == 0 || serve(c)) {
+      keep.push_back(c);
+    } else {
+      close_conn(c);
+    }
+  }
+  conns_.swap(keep);
+  if (fds[0].revents & POLLIN) {
+    for (;;) {
+      const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) break;
+      ucred cred{};
+      socklen_t len = sizeof(cred);
+      if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+        close(fd);
+        continue;
+      }
+      conns_.push_back({fd, cred.pid, nullptr, nullptr, nullptr});
+    }
+  }
+}
+
+bool Server::serve(Conn& c) {
+  Message m;
+  const int r = recv_message(c.fd, &m);
+  if (r < 0 && errno == EAGAIN) return true;
+  if (r <= 0) return false;     // hung up (exited, killed), or spoke nonsense
+  if (m.fd >= 0) close(m.fd);   // programs hand us no descriptors
+  if (c.capture) return false;  // a capture's connection only receives
+  const auto reply = [&](Op op, std::uint32_t value, std::string text = {}, int fd = -1) {
+    Message out;
+    out.op = op;
+    out.value = value;
+    out.text = std::move(text);
+    out.fd = fd;
+    // A program that does not read its replies loses its connection.
+    return send_message(c.fd, out);
+  };
+  switch (m.op) {
+    case Op::kList:
+      return reply(Op::kDevices, 0, devices_toml());
+    case Op::kPortInfo:
+      for (Device& d : devices_)
+        if (d.cfg.name == m.text) return reply(Op::kPort, 0, format_port_info(port_info(d)));
+      return reply(Op::kError, ENODEV, "no device " + m.text);
+    case Op::kAttach: {
+      if (c.program) return reply(Op::kError, EBUSY, "this connection is attached already");
+      for (Device& d : devices_) {
+        if (d.cfg.name != m.text) continue;
+        std::string err;
+        Program* p = d.sw->attach(c.fd, c.pid, &err);
+        if (!p) return reply(Op::kError, ENOMEM, err);
+        c.sw = d.sw.get();
+        c.program = p;
+        log::get().info("{}: pid {} attached", d.cfg.name, c.pid);
+        return reply(Op::kAttached, 0, format_port_info(port_info(d)), p->rings().fd());
+      }
+      return reply(Op::kError, ENODEV, "no device " + m.text);
+    }
+    case Op::kAllocQpn: {
+      if (!c.program) return reply(Op::kError, EINVAL, "not attached");
+      const std::uint32_t q = c.sw->alloc_qpn(*c.program);
+      if (q == 0) return reply(Op::kError, ENOMEM, "no QPN left for this program");
+      return reply(Op::kQpn, q);
+    }
+    case Op::kCmServices: {
+      if (!c.program) return reply(Op::kError, EINVAL, "not attached");
+      std::vector<std::uint64_t> sids;
+      const char* p = m.text.c_str();
+      while (*p) {
+        char* end = nullptr;
+        sids.push_back(std::strtoull(p, &end, 16));
+        if (end == p || (*end != ',' && *end != '\0'))
+          return reply(Op::kError, EINVAL, "not a list of ServiceIDs");
+        p = *end == ',' ? end + 1 : end;
+      }
+      c.sw->set_cm_services(*c.program, sids);
+      return reply(Op::kDone, 0);
+    }
+    case Op::kFreeQpn:
+      if (!c.program || !c.sw->free_qpn(*c.program, m.value))
+        return reply(Op::kError, EINVAL, "not a QPN of this program");
+      return reply(Op::kDone, 0);
+    case Op::kCapture: {
+      if (c.program) return reply(Op::kError, EBUSY, "this connection is attached");
+      for (Device& d : devices_) {
+        if (!m.text.empty() && d.cfg.name != m.text) continue;
+        if (!reply(Op::kDone, 0, d.cfg.name)) return false;
+        d.capture->add(c.fd);
+        c.capture = d.capture.get();
+        log::get().info("{}: pid {} captures", d.cfg.name, c.pid);
+        return true;
+      }
+      return reply(Op::kError, ENODEV, "no device " + m.text);
+    }
+    default:
+      return reply(Op::kError, EINVAL, "not a request");
+  }
+}
+
+PortInfo Server::port_info(const Device& d) {
+  PortInfo info;
+  const wire::MacAddr mac = d.port->mac();
+  std::memcpy(info.mac, mac.bytes.data(), 6);
+  info.mtu = d.port->mtu();
+  info.speed_mbps = d.port->speed_mbps();
+  return info;
+}
+
+void Server::close_conn(Conn& c) {
+  if (c.capture) c.capture->remove(c.fd);
+  if (c.program) {
+    log::get().info("{}: pid {} detached, {} QPs released", c.sw->config().name, c.pid,
+                    c.program->qp_count());
+    c.sw->detach(c.program);
+  }
+  close(c.fd);
+  c.fd = -1;
+}
+
+}  // namespace uroce::daemon

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#pragma once
+
+// uroced's core: the devices of the configuration, each on its port with
+// its HostSwitch, the control socket programs attach through, and the one
+// loop that runs them all. A program that attaches gets its rings; one
+// whose socket hangs up (it exited, or was killed) loses its rings and its
+// QPNs at once. When the daemon stops, every program's socket hangs up and
+// their devices fail (IBV_EVENT_DEVICE_FATAL).
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "daemon/capture.h"
+#include "daemon/host_switch.h"
+#include "daemon/protocol.h"
+#include "port/port.h"
+#include "uroce/config.h"
+
+namespace uroce::daemon {
+
+class Server {
+ public:
+  /// Opens every device of `c` (its port through the port driver that
+  /// claims it, with the configured faults) and listens on
+  /// c.daemon_socket. Null with *error (naming the device or the socket)
+  /// on failure.
+  static std::unique_ptr<Server> open(const Config& c, std::string* error);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  /// Runs the devices and the socket until `stop` is set.
+  void run(const std::atomic<bool>& stop);
+  /// One iteration: every device's engine, then (when `control` holds)
+  /// the socket. Returns the work done (frames received and sent).
+  std::uint32_t run_once(bool control);
+
+  const std::string& socket_path() const { return path_; }
+  std::size_t device_count() const { return devices_.size(); }
+  HostSwitch& device(std::size_t i) { return *devices_[i].sw; }
+  /// The devices as the [[device]] tables a program parses (kDevices).
+  std::string devices_toml() const;
+
+ private:
+  struct Device {
+    DeviceConfig cfg;
+    std::unique_ptr<port::Port> port;
+    std::unique_ptr<Capture> capture;  ///< on the port's CapturePort, inside the faults
+    std::unique_ptr<HostSwitch> sw;
+    int stats_handle = 0;
+  };
+  struct Conn {
+    int fd = -1;
+    pid_t pid = 0;
+    HostSwitch* sw = nullptr;  ///< the device it attached to, if any
+    Program* program = nullptr;
+    Capture* capture = nullptr;  ///< the device it captures, if it asked to
+  };
+
+  Server() = default;
+  void serve_control();
+  /// Answers what `c` asks; false when the connection is to close.
+  bool serve(Conn& c);
+  void close_conn(Conn& c);
+  static PortInfo port_info(const Device& d);
+
+  std::string path_;
+  int listen_fd_ = -1;
+  std::vector<Device> devices_;
+  std::vector<Conn> conns_;
+};
+
+}  // namespace uroce::daemon
