@@ -85,9 +85,9 @@ class Uroced : public ::testing::Test {
 TEST_F(Uroced, TwoPingpongsOfOneHostShareItsDevice) {
   // Server and client in the same namespace, on the same device and the
   // same address: only the daemon can put them through to each other.
-  Child server(attached('a', "ibv_rc_pingpong -d uroce0 -g 1 -n 500"), dir() + "/server.log");
+  Child server(attached('a', "ibv_rc_pingpong -d uroce0 -g 1 -n 500 -c"), dir() + "/server.log");
   bed_.wait_for_tcp_listener('a', 18515, 20s);
-  Child client(attached('a', "ibv_rc_pingpong -d uroce0 -g 1 -n 500 localhost"),
+  Child client(attached('a', "ibv_rc_pingpong -d uroce0 -g 1 -n 500 -c localhost"),
                dir() + "/client.log");
   ASSERT_EQ(client.wait(60s), 0) << client.output() << "\nserver:\n" << server.output();
   ASSERT_EQ(server.wait(20s), 0) << server.output();
