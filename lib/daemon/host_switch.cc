@@ -88,6 +88,10 @@ void HostSwitch::detach(Program* p) {
     const auto it = std::find_if(programs_.begin(), programs_.end(),
                                  [p](const auto& owned) { return owned.get() == p; });
     if (it == programs_.end()) return;
+    // What it sent before it went leaves, as a NIC sends what was posted:
+    // its last ACKs and its DREQs. A ring's worth at most.
+    for (std::uint32_t k = 0; k < p->from_.slots() / kTxBudget && pull_from(*p) > 0; ++k) {
+    }
     forget_cm(*p);
     std::size_t i = 0;
     p->counters_.for_each([&](std::string_view, std::uint64_t v) { retired_[i++] += v; });
@@ -314,13 +318,18 @@ std::uint32_t HostSwitch::pull(engine::Nanos) {
   const std::size_t n = programs_.size();
   if (n == 0) return 0;
   std::uint32_t taken = 0;
+  for (std::size_t k = 0; k < n; ++k) taken += pull_from(*programs_[(rr_ + k) % n]);
+  rr_ = (rr_ + 1) % n;
+  return taken;
+}
+
+std::uint32_t HostSwitch::pull_from(Program& p) {
   port::TxFrame batch[kTxBudget];
-  for (std::size_t k = 0; k < n; ++k) {
-    Program& p = *programs_[(rr_ + k) % n];
+  {
     const std::uint64_t corrupt = p.from_.corrupt();
     const std::uint32_t avail = std::min(p.from_.available(), kTxBudget);
     if (p.from_.corrupt() != corrupt) p.counters_.inc(ProgramCounter::kTxRingCorrupt);
-    if (avail == 0) continue;
+    if (avail == 0) return 0;
     std::uint16_t m = 0;
     std::uint32_t i = 0;
     for (; i < avail; ++i) {
@@ -356,11 +365,9 @@ std::uint32_t HostSwitch::pull(engine::Nanos) {
     }
     p.from_.pop(i);
     p.counters_.inc(ProgramCounter::kTxFrames, m);
-    taken += m;
     if (m > 0) engine_->send_frames(batch, m);
+    return m;
   }
-  rr_ = (rr_ + 1) % n;
-  return taken;
 }
 
 void HostSwitch::for_each_counter(const CounterFn& fn) {

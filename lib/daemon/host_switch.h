@@ -106,6 +106,8 @@ class HostSwitch final : private engine::Forwarder {
   std::uint32_t pull(engine::Nanos now) override;
 
   void deliver(Program& p, wire::ConstBytes frame);
+  /// Takes up to a turn's frames from the program's ring to the port.
+  std::uint32_t pull_from(Program& p);
   /// Why a frame a program sent may not leave, or kCount when it may.
   ProgramCounter check(const Program& p, wire::ConstBytes frame) const;
   bool is_local(const wire::IpAddr& ip) const;
