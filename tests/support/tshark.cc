@@ -14,8 +14,17 @@ namespace uroce::test {
 std::vector<DecodedFrame> tshark_decode(const std::string& pcap,
                                         const std::vector<std::string>& fields,
                                         const std::vector<std::string>& prefs) {
-  std::string cmd = "tshark -n -r '" + pcap +
-                    "' --disable-protocol rpcordma -T fields -E separator=/t -E occurrence=f";
+  // Payloads are the programs' bytes. Wireshark's heuristics for what
+  // rides in an InfiniBand payload guess at them, and a guess that fails
+  // is reported as a malformed packet of the guessed protocol: a UD SEND
+  // whose first payload byte happens to look like an EoIB header reads as
+  // "Malformed Packet: Ethernet". The protocols uroce does not carry are
+  // kept out.
+  std::string cmd = "tshark -n -r '" + pcap + "'";
+  for (const char* guess : {"rpcordma", "infiniband.eoib", "fcoib", "infiniband_sdp", "iser",
+                            "lnet", "nvme-rdma", "smb_direct", "smc"})
+    cmd += std::string(" --disable-protocol ") + guess;
+  cmd += " -T fields -E separator=/t -E occurrence=f";
   for (const std::string& p : prefs) cmd += " -o '" + p + "'";
   for (const std::string& f : fields) cmd += " -e " + f;
   cmd += " 2>/dev/null";

@@ -15,8 +15,10 @@ using DecodedFrame = std::map<std::string, std::string>;
 
 /// Decodes `pcap` with tshark (`-T fields`, first occurrence of each field)
 /// and returns, per frame, field name -> displayed value ("" when absent).
-/// RPC-over-RDMA's heuristic dissector is disabled: it claims arbitrary
-/// SEND payloads (Wireshark 4.0). Throws std::runtime_error when tshark
+/// The heuristic dissectors of InfiniBand payloads (RPC-over-RDMA, EoIB,
+/// SDP, iSER, NVMe-oF, SMB Direct, ...) are disabled: they claim
+/// arbitrary SEND payloads and report a wrong guess as malformed
+/// (Wireshark 4.0). Throws std::runtime_error when tshark
 /// cannot be run or fails.
 /// `prefs` are extra `-o name:value` preferences.
 std::vector<DecodedFrame> tshark_decode(const std::string& pcap,
