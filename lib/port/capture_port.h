@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "port/decorator.h"
 #include "port/port.h"
 
 namespace uroce::port {
@@ -24,11 +25,11 @@ enum class Direction : std::uint8_t {
   kLoopback = 3,  ///< sent by the device to itself, never on the wire
 };
 
-class CapturePort final : public Port {
+class CapturePort final : public Decorator {
  public:
   using Tap = std::function<void(Direction, wire::ConstBytes)>;
 
-  explicit CapturePort(std::unique_ptr<Port> inner) : inner_(std::move(inner)) {}
+  explicit CapturePort(std::unique_ptr<Port> inner) : Decorator(std::move(inner)) {}
   CapturePort(const CapturePort&) = delete;
   CapturePort& operator=(const CapturePort&) = delete;
 
@@ -40,29 +41,11 @@ class CapturePort final : public Port {
     if (tap_) tap_(d, frame);
   }
 
-  void attach_thread() override { inner_->attach_thread(); }
-  bool short_bursts() const override { return inner_->short_bursts(); }
   std::uint16_t rx_burst(RxFrame* out, std::uint16_t max) override;
-  bool offloads_ipv4_checksum() const override { return inner_->offloads_ipv4_checksum(); }
-  void rx_release(RxFrame* frames, std::uint16_t n) override { inner_->rx_release(frames, n); }
-  bool tx_alloc(std::uint32_t size, TxFrame& out) override { return inner_->tx_alloc(size, out); }
   std::uint16_t tx_burst(TxFrame* frames, std::uint16_t n) override;
   void tx_free(TxFrame& frame) override;
-  wire::MacAddr mac() const override { return inner_->mac(); }
-  std::uint32_t mtu() const override { return inner_->mtu(); }
-  bool link_up() const override { return inner_->link_up(); }
-  std::uint32_t speed_mbps() const override { return inner_->speed_mbps(); }
-  int enable_hardware_pfc(std::uint8_t lossless, std::uint16_t quanta) override {
-    return inner_->enable_hardware_pfc(lossless, quanta);
-  }
-  bool shared() const override { return inner_->shared(); }
-  std::uint32_t alloc_qpn() override { return inner_->alloc_qpn(); }
-  void free_qpn(std::uint32_t qpn) override { inner_->free_qpn(qpn); }
-  bool failed() const override { return inner_->failed(); }
-  Port& inner() { return *inner_; }
 
  private:
-  std::unique_ptr<Port> inner_;
   Tap tap_;
   /// Frames shown but not taken by the inner port: their sender retries
   /// them (or frees them), and a retry is not a second frame on the wire.

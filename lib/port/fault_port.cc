@@ -22,7 +22,7 @@ bool mac_control(wire::ConstBytes f) {
 }  // namespace
 
 FaultPort::FaultPort(std::unique_ptr<Port> inner, const FaultConfig& cfg)
-    : inner_(std::move(inner)),
+    : Decorator(std::move(inner)),
       // One generator per direction, so that what is received does not
       // change what happens to what is sent.
       rx_(cfg.rx, cfg.seed),

@@ -22,6 +22,7 @@
 
 #include "port/impairment.h"
 #include "port/params.h"
+#include "port/decorator.h"
 #include "port/port.h"
 
 namespace uroce::port {
@@ -33,7 +34,7 @@ struct FaultConfig {
   bool enabled() const { return rx.any() || tx.any(); }
 };
 
-class FaultPort final : public Port {
+class FaultPort final : public Decorator {
  public:
   FaultPort(std::unique_ptr<Port> inner, const FaultConfig& cfg);
   /// Frames still held go back to the inner port.
@@ -41,32 +42,14 @@ class FaultPort final : public Port {
   FaultPort(const FaultPort&) = delete;
   FaultPort& operator=(const FaultPort&) = delete;
 
-  void attach_thread() override { inner_->attach_thread(); }
   std::uint16_t rx_burst(RxFrame* out, std::uint16_t max) override;
   /// It takes at most half a burst from the inner port (room for
   /// duplicates and held frames).
   bool short_bursts() const override { return true; }
-  bool offloads_ipv4_checksum() const override { return inner_->offloads_ipv4_checksum(); }
   void rx_release(RxFrame* frames, std::uint16_t n) override;
-  bool tx_alloc(std::uint32_t size, TxFrame& out) override { return inner_->tx_alloc(size, out); }
   /// Takes every frame it has room for: what the inner port cannot take
   /// yet waits in FaultPort's queue, in order, and goes first next time.
   std::uint16_t tx_burst(TxFrame* frames, std::uint16_t n) override;
-  void tx_free(TxFrame& frame) override { inner_->tx_free(frame); }
-  wire::MacAddr mac() const override { return inner_->mac(); }
-  std::uint32_t mtu() const override { return inner_->mtu(); }
-  bool link_up() const override { return inner_->link_up(); }
-  std::uint32_t speed_mbps() const override { return inner_->speed_mbps(); }
-  int enable_hardware_pfc(std::uint8_t lossless, std::uint16_t quanta) override {
-    return inner_->enable_hardware_pfc(lossless, quanta);
-  }
-  bool shared() const override { return inner_->shared(); }
-  std::uint32_t alloc_qpn() override { return inner_->alloc_qpn(); }
-  void free_qpn(std::uint32_t qpn) override { inner_->free_qpn(qpn); }
-  bool failed() const override { return inner_->failed(); }
-  void set_cm_services(const std::vector<std::uint64_t>& service_ids) override {
-    inner_->set_cm_services(service_ids);
-  }
 
   /// What the impairments did, both directions together.
   const ImpairmentCounters& counters() const { return counters_; }
@@ -74,7 +57,6 @@ class FaultPort final : public Port {
   std::size_t held() const { return rx_held_n_ + tx_held_n_; }
   /// Frames taken for transmission that the inner port has not taken yet.
   std::size_t queued() const { return tx_queue_n_; }
-  Port& inner() { return *inner_; }
 
  private:
   /// A received frame in FaultPort's memory: a duplicate, or a corrupted
@@ -89,7 +71,6 @@ class FaultPort final : public Port {
   /// Hands the queue to the inner port; true when it took all of it.
   bool flush_tx();
 
-  std::unique_ptr<Port> inner_;
   Impairment rx_, tx_;
   ImpairmentCounters counters_;
 
