@@ -297,21 +297,30 @@ TEST_F(Fabric, TheConnectionManagerConnectsThroughLoss) {
   start_switch("--config " + conf + " --seed 11");
   // 16 connections, 32 MADs toward host 1: one of them is lost but for
   // odds of 1 in 1000. -a 14: an ACK timeout of 67 ms for the data.
-  const std::string stats = "UROCE_STATS_DIR=" + dir() + "/h2";
-  sh("mkdir -p " + dir() + "/h2");
-  Child s(over_uroce(2, stats, "ucmatose -c 16 -C 4 -a 14"), dir() + "/cm-server.log");
-  auto listening = [&] {
-    Child stat("env " + stats + " " + std::string(UROCE_BIN_DIR) + "/uroce-stat",
+  // Both hosts' counters are live in uroce-stat (UROCE_STATS_DIR): a
+  // run that hangs shows them.
+  auto stats = [&](int host) { return "UROCE_STATS_DIR=" + dir() + "/h" + std::to_string(host); };
+  sh("mkdir -p " + dir() + "/h1 " + dir() + "/h2");
+  auto uroce_stat = [&](int host, const std::string& args) {
+    Child stat("env " + stats(host) + " " + std::string(UROCE_BIN_DIR) + "/uroce-stat " + args,
                dir() + "/stat.log");
     stat.wait(10s);
-    // uroce-stat leaves out zero counters: the gauge shows once one listens.
-    return stat.output().find("listeners") != std::string::npos;
+    return stat.output();
   };
+  Child s(over_uroce(2, stats(2), "ucmatose -c 16 -C 4 -a 14"), dir() + "/cm-server.log");
+  // uroce-stat leaves out zero counters: the gauge shows once one listens.
+  auto listening = [&] { return uroce_stat(2, "").find("listeners") != std::string::npos; };
   const auto end = std::chrono::steady_clock::now() + 30s;
   while (!listening() && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(50ms);
   const auto start = std::chrono::steady_clock::now();
-  Child c(over_uroce(1, "", "ucmatose -s 10.78.0.2 -c 16 -C 4 -a 14"), dir() + "/cm-client.log");
-  const int crc = c.wait(150s);
+  Child c(over_uroce(1, stats(1), "ucmatose -s 10.78.0.2 -c 16 -C 4 -a 14"),
+          dir() + "/cm-client.log");
+  if (!c.exited_within(150s)) {
+    ADD_FAILURE() << "the client hangs; host 1:\n"
+                  << uroce_stat(1, "") << "\nhost 2:\n"
+                  << uroce_stat(2, "");
+  }
+  const int crc = c.wait(0s);
   const int src = s.wait(60s);
   const auto took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start);
   EXPECT_EQ(crc, 0) << "client:\n" << c.output() << "\nserver:\n" << s.output();

@@ -40,20 +40,29 @@ Child::~Child() {
   }
 }
 
-int Child::wait(std::chrono::seconds limit) {
+bool Child::exited_within(std::chrono::seconds limit) {
+  if (reaped_) return true;
   const auto end = std::chrono::steady_clock::now() + limit;
-  int status = 0;
-  while (waitpid(pid_, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > end) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, &status, 0);
-      reaped_ = true;
-      return -1;
-    }
+  while (waitpid(pid_, &status_, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > end) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   reaped_ = true;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return true;
+}
+
+int Child::wait(std::chrono::seconds limit) {
+  if (!exited_within(limit)) {
+    // A program that hangs says where: every thread's stack, after
+    // what it printed (its own buffered output dies with it).
+    sh("command -v gdb >/dev/null && timeout 60 gdb -batch -nx -p " + std::to_string(pid_) +
+       " -ex 'echo \\n--- hung; its threads:\\n' -ex 'thread apply all bt' >>" + log_ + " 2>&1");
+    kill(pid_, SIGKILL);
+    waitpid(pid_, &status_, 0);
+    reaped_ = true;
+    return -1;
+  }
+  return WIFEXITED(status_) ? WEXITSTATUS(status_) : -1;
 }
 
 void Child::interrupt() { signal(SIGINT); }

@@ -28,6 +28,9 @@ class Child {
   /// The exit status, or -1 if it had not ended within `limit` (then it
   /// is killed).
   int wait(std::chrono::seconds limit);
+  /// Whether it ended within `limit`; unlike wait(), it lives on if not
+  /// (then wait() for it, or look at it first).
+  bool exited_within(std::chrono::seconds limit);
   void interrupt();
   /// Sends `sig` (SIGKILL: the program dies where it stands).
   void signal(int sig);
@@ -37,6 +40,7 @@ class Child {
  private:
   pid_t pid_ = -1;
   bool reaped_ = false;
+  int status_ = 0;
   std::string log_;
 };
 
