@@ -209,6 +209,9 @@ bool query(const std::string& path, std::string* out) {
   addr.sun_family = AF_UNIX;
   std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    // Refused: no one listens there any more. A killed process cannot
+    // take its socket away; the next look does.
+    if (errno == ECONNREFUSED) ::unlink(path.c_str());
     close(fd);
     return false;
   }

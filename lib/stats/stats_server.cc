@@ -38,6 +38,13 @@ StatsServer* StatsServer::instance() {
       delete s;
       return static_cast<StatsServer*>(nullptr);
     }
+    // The server lives as long as the process: its socket goes at exit,
+    // but not at the exit of a forked child, which inherits the handler
+    // and not the endpoint.
+    static const pid_t owner = getpid();
+    std::atexit([] {
+      if (getpid() == owner) ::unlink(instance()->path().c_str());
+    });
     return s;
   }();
   return server;
