@@ -27,6 +27,8 @@ packages=(
   python3-pyverbs
   # middleware over verbs: UCX 1.13 (ucx_info, ucx_perftest; brings libucx0)
   ucx-utils
+  # Open MPI over UCX: mpirun, and mpicc for tests/mpi's job
+  openmpi-bin libopenmpi-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev tshark iproute2 procps ethtool
   # the testbed's scenarios: tables, plots, a PFC storm from a raw socket

@@ -43,13 +43,17 @@ std::string TestbedPair::program_env(char host, const std::string& env) const {
   return vars;
 }
 
-std::string TestbedPair::over_uroce(char host, const std::string& program,
-                                    const std::string& env) const {
+std::string TestbedPair::uroce_run(char host, const std::string& program,
+                                   const std::string& env) const {
   std::string ip = host == 'a' ? "10.77.0.1/24" : "10.77.0.2/24";
   if (options_.ipv6) ip += host == 'a' ? ",fd77::1/64" : ",fd77::2/64";
-  return "ip netns exec " + ns(host) + " env" + program_env(host, env) + " " +
-         std::string(UROCE_BIN_DIR) + "/uroce-run --port net_af_packet0,iface=rdma --ip " + ip +
-         " -- " + program;
+  return "env" + program_env(host, env) + " " + std::string(UROCE_BIN_DIR) +
+         "/uroce-run --port net_af_packet0,iface=rdma --ip " + ip + " -- " + program;
+}
+
+std::string TestbedPair::over_uroce(char host, const std::string& program,
+                                    const std::string& env) const {
+  return "ip netns exec " + ns(host) + " " + uroce_run(host, program, env);
 }
 
 std::string TestbedPair::daemon_socket(char host) const {
@@ -81,11 +85,15 @@ std::unique_ptr<Child> TestbedPair::start_daemon(char host, const std::string& e
   return d;
 }
 
+std::string TestbedPair::attached_run(char host, const std::string& program,
+                                      const std::string& env) const {
+  return "env" + program_env(host, env) + " UROCE_DAEMON_SOCKET=" + daemon_socket(host) + " " +
+         std::string(UROCE_BIN_DIR) + "/uroce-run -- " + program;
+}
+
 std::string TestbedPair::attached(char host, const std::string& program,
                                   const std::string& env) const {
-  return "ip netns exec " + ns(host) + " env" + program_env(host, env) +
-         " UROCE_DAEMON_SOCKET=" + daemon_socket(host) + " " + std::string(UROCE_BIN_DIR) +
-         "/uroce-run -- " + program;
+  return "ip netns exec " + ns(host) + " " + attached_run(host, program, env);
 }
 
 bool TestbedPair::tcp_listening(char host, unsigned port) const {

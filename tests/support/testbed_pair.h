@@ -60,6 +60,9 @@ class TestbedPair {
   /// off: the programs do not free everything they allocate, which is not
   /// the binding's to answer for.
   std::string over_uroce(char host, const std::string& program, const std::string& env = "") const;
+  /// The same command for a shell already in `host`'s namespace (one a
+  /// launcher such as mpirun's starts there).
+  std::string uroce_run(char host, const std::string& program, const std::string& env = "") const;
   /// The variables every program gets (the ASan preload, stats, `env`).
   std::string program_env(char host, const std::string& env) const;
 
@@ -73,6 +76,9 @@ class TestbedPair {
   /// A shell command running `program` on `host` attached to the host's
   /// daemon (uroce-run with no port), `env` set for it.
   std::string attached(char host, const std::string& program, const std::string& env = "") const;
+  /// The same command for a shell already in `host`'s namespace.
+  std::string attached_run(char host, const std::string& program,
+                           const std::string& env = "") const;
 
   /// Whether a TCP socket listens on `port` in `host`'s namespace.
   bool tcp_listening(char host, unsigned port) const;
