@@ -4,11 +4,13 @@
 // configuration, then executes it in place:
 //
 //   uroce-run [--config FILE] [--port DPDK_DEVICE --ip CIDR[,CIDR...]
-//             [--mtu N] [--hugepages] [--name NAME]] -- PROGRAM [ARGS...]
+//             [--mtu N] [--hugepages] [--name NAME]] [--sysfs] -- PROGRAM [ARGS...]
 //
 // --port and --ip describe one device (uroce0 unless --name says
 // otherwise) without a configuration file; with --config they replace
-// that file's first device.
+// that file's first device. --sysfs runs the program in a mount namespace
+// of its own where /sys/class/infiniband lists the uroce devices
+// (private_sysfs.h).
 
 #include <unistd.h>
 
@@ -20,16 +22,21 @@
 #include <string>
 #include <vector>
 
+#include "private_sysfs.h"
+
 namespace {
 
 void usage(FILE* out) {
-  std::fprintf(out,
-               "usage: uroce-run [--config FILE] [--port DPDK_DEVICE --ip CIDR[,CIDR...]\n"
-               "                 [--mtu N] [--hugepages] [--name NAME]] -- PROGRAM [ARGS...]\n"
-               "\n"
-               "Runs PROGRAM with uroce serving libibverbs for uroce devices, e.g.\n"
-               "  uroce-run --port net_af_packet0,iface=veth1 --ip 10.0.1.1/24 -- \\\n"
-               "      ib_write_bw -d uroce0\n");
+  std::fprintf(
+      out,
+      "usage: uroce-run [--config FILE] [--port DPDK_DEVICE --ip CIDR[,CIDR...]\n"
+      "                 [--mtu N] [--hugepages] [--name NAME]] [--sysfs] -- PROGRAM [ARGS...]\n"
+      "\n"
+      "Runs PROGRAM with uroce serving libibverbs for uroce devices, e.g.\n"
+      "  uroce-run --port net_af_packet0,iface=veth1 --ip 10.0.1.1/24 -- \\\n"
+      "      ib_write_bw -d uroce0\n"
+      "--sysfs: the devices in /sys/class/infiniband too (ibstat, UCX's GID types,\n"
+      "Open MPI's device match), in a mount namespace of the program's own (root)\n");
 }
 
 std::string dir_of(const std::string& path) {
@@ -79,7 +86,7 @@ std::string preload_list(const std::string& lib, const char* old) {
 
 int main(int argc, char** argv) {
   std::string config, port, ip, mtu, name = "uroce0";
-  bool hugepages = false;
+  bool hugepages = false, sysfs = false;
   int i = 1;
   for (; i < argc; ++i) {
     const std::string a = argv[i];
@@ -105,6 +112,8 @@ int main(int argc, char** argv) {
       value(&name);
     } else if (a == "--hugepages") {
       hugepages = true;
+    } else if (a == "--sysfs") {
+      sysfs = true;
     } else if (a == "-h" || a == "--help") {
       usage(stdout);
       return 0;
@@ -135,6 +144,15 @@ int main(int argc, char** argv) {
     setenv("UROCE_DEVICE0_IP", ip.c_str(), 1);
     if (!mtu.empty()) setenv("UROCE_DEVICE0_MTU", mtu.c_str(), 1);
     if (hugepages) setenv("UROCE_DEVICE0_HUGEPAGES", "true", 1);
+  }
+  if (sysfs) {
+    std::string error;
+    const std::string tree = uroce::run::private_sysfs(&error);
+    if (tree.empty()) {
+      std::fprintf(stderr, "uroce-run: --sysfs: %s\n", error.c_str());
+      return 1;
+    }
+    setenv("UROCE_SYSFS_TREE", tree.c_str(), 1);
   }
   setenv("LD_PRELOAD", preload_list(lib, std::getenv("LD_PRELOAD")).c_str(), 1);
   execvp(argv[i], argv + i);

@@ -23,6 +23,8 @@ packages=(
   # the verbs surface and the unmodified programs that must run over it
   # (rdmacm-utils: rping, ucmatose, udaddy, rdma_server/client on librdmacm)
   libibverbs-dev ibverbs-utils perftest rdmacm-utils
+  # ibstat (infiniband-diags): reads the devices from sysfs (uroce-run --sysfs)
+  infiniband-diags
   # rdma-core's own verbs test suite, run over uroce by tests/conformance
   python3-pyverbs
   # middleware over verbs: UCX 1.13 (ucx_info, ucx_perftest; brings libucx0)

@@ -84,6 +84,8 @@ void width_speed(std::uint32_t mbps, std::uint8_t* width, std::uint8_t* speed) {
   }
 }
 
+}  // namespace
+
 void fill_port_attr(const verbs::Device& dev, ibv_port_attr* a) {
   const verbs::PortAttr p = dev.port_attr();
   std::memset(a, 0, sizeof(*a));
@@ -100,8 +102,6 @@ void fill_port_attr(const verbs::Device& dev, ibv_port_attr* a) {
   a->phys_state = p.state == verbs::PortState::kActive ? 5 : 3;  // LinkUp : Disabled
   a->link_layer = IBV_LINK_LAYER_ETHERNET;
 }
-
-}  // namespace
 
 int query_port(ibv_context* ctx, uint8_t port, ibv_port_attr* attr, size_t len) {
   UContext* c = ours(ctx);

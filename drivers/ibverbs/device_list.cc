@@ -17,6 +17,7 @@
 #include "daemon/discovery.h"
 #include "ibverbs/forward.h"
 #include "ibverbs/provider.h"
+#include "ibverbs/sysfs_tree.h"
 #include "log/log.h"
 #include "verbs/port_driver.h"
 
@@ -47,6 +48,10 @@ std::vector<UDevice*> load_devices() {
     u->ibv.transport_type = IBV_TRANSPORT_IB;  // RoCE devices report the IB transport
     std::snprintf(u->ibv.name, sizeof(u->ibv.name), "%s", dc.name.c_str());
     std::snprintf(u->ibv.dev_name, sizeof(u->ibv.dev_name), "uverbs-%s", dc.name.c_str());
+    // Where its sysfs tree is, when it has one (UCX and ibv_devinfo look).
+    if (!sysfs_root().empty())
+      std::snprintf(u->ibv.ibdev_path, sizeof(u->ibv.ibdev_path), "%s/%s", sysfs_root().c_str(),
+                    dc.name.c_str());
     out.push_back(u);
   }
   return out;
@@ -61,8 +66,7 @@ std::set<ibv_device**> lists;
 // port's MAC, as verbs::Device derives it once the port is open, when the
 // port's driver can tell the MAC beforehand.
 std::uint64_t guid_before_open(const DeviceConfig& dc) {
-  const verbs::PortDriver* driver = verbs::find_port_driver(dc);
-  const auto m = driver && driver->mac ? driver->mac(dc) : std::nullopt;
+  const auto m = mac_before_open(dc);
   if (!m) return 0;
   const std::uint8_t id[8] = {static_cast<std::uint8_t>(m->bytes[0] ^ 2),
                               m->bytes[1],
@@ -90,11 +94,26 @@ void close_all() {
 
 }  // namespace
 
+std::optional<wire::MacAddr> mac_before_open(const DeviceConfig& dc) {
+  const verbs::PortDriver* driver = verbs::find_port_driver(dc);
+  return driver && driver->mac ? driver->mac(dc) : std::nullopt;
+}
+
 const std::vector<UDevice*>& devices() {
   // Immortal: a program may use its device pointers until it exits,
   // static destructors included.
-  static const auto* all = new std::vector<UDevice*>(load_devices());
+  static const auto* all = [] {
+    auto* list = new std::vector<UDevice*>(load_devices());
+    for (UDevice* u : *list) write_sysfs_device(*u);
+    return list;
+  }();
   return *all;
+}
+
+// Under `uroce-run --sysfs` the tree is there from the start, for the
+// programs that read sysfs and never call libibverbs (ibstat).
+__attribute__((constructor)) void list_devices_in_sysfs() {
+  if (!sysfs_root().empty()) devices();
 }
 
 UDevice* our_device(ibv_device* d) {
@@ -111,6 +130,18 @@ verbs::Device* open_device(UDevice* u) {
     if (!u->dev) {
       std::fprintf(stderr, "uroce: %s\n", err.c_str());
       return nullptr;
+    }
+    if (!sysfs_root().empty()) {
+      // The tree's port as the live one: its state and rate now, and on
+      // every change of the link.
+      verbs::Device* d = u->dev.get();
+      auto show = [d] {
+        ibv_port_attr a;
+        fill_port_attr(*d, &a);
+        update_sysfs_port(d->name(), a.state == IBV_PORT_ACTIVE, a.active_width, a.active_speed);
+      };
+      show();
+      d->add_link_listener([show](verbs::Device::PortEvent) { show(); });
     }
     static std::once_flag at_exit;
     std::call_once(at_exit, [] { std::atexit(close_all); });

@@ -18,6 +18,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -51,6 +52,11 @@ struct UDevice {
 /// The process's uroce devices (from the configuration, read once).
 /// Never freed: programs may keep device pointers to the end.
 const std::vector<UDevice*>& devices();
+/// The MAC of the port `dc` names, when its driver can tell it before
+/// the port opens.
+std::optional<wire::MacAddr> mac_before_open(const DeviceConfig& dc);
+/// Port 1's attributes as ibv_query_port reports them.
+void fill_port_attr(const verbs::Device& dev, ibv_port_attr* a);
 UDevice* our_device(ibv_device* d);
 /// The device behind `u`, opened (port, engine, poll thread) on first
 /// use; null, with the reason on stderr, when it cannot be. It stays open

@@ -63,29 +63,37 @@ std::unique_ptr<port::Port> Device::with_faults(std::unique_ptr<port::Port> port
   return port::with_faults(std::move(port), faults);
 }
 
-bool Device::engine_setup(const DeviceConfig& dc, const Config& c, const wire::MacAddr& mac,
-                          std::vector<wire::IpAddr>* gids, engine::EngineConfig* ec,
-                          std::string* error) {
-  // GID 0: fe80::/64 with the EUI-64 of the MAC, as every RoCE NIC has.
+std::vector<wire::IpAddr> Device::gid_table(const DeviceConfig& dc, const wire::MacAddr& mac,
+                                            std::string* error) {
+  // GID 0: fe80::/64 with the EUI-64 of the MAC, as every RoCE NIC has;
+  // then the configured addresses.
   wire::IpAddr ll;
   ll.bytes[0] = 0xFE;
   ll.bytes[1] = 0x80;
   const auto id = eui64(mac);
   std::copy(id.begin(), id.end(), ll.bytes.begin() + 8);
-  gids->push_back(ll);
-  // The configured addresses come first: the engine sources ARP and
-  // neighbour solicitations from the first address of the family. The
-  // link-local one follows, so traffic to GID 0 is received and answered.
+  std::vector<wire::IpAddr> gids{ll};
   for (const IpPrefix& p : dc.ip) {
     const auto ip = wire::IpAddr::parse(p.address);
     if (!ip) {
       *error = dc.name + ": bad address " + p.address;
-      return false;
+      return {};
     }
-    gids->push_back(*ip);
-    ec->addresses.push_back(*ip);
+    gids.push_back(*ip);
   }
-  ec->addresses.push_back(ll);
+  return gids;
+}
+
+bool Device::engine_setup(const DeviceConfig& dc, const Config& c, const wire::MacAddr& mac,
+                          std::vector<wire::IpAddr>* gids, engine::EngineConfig* ec,
+                          std::string* error) {
+  *gids = gid_table(dc, mac, error);
+  if (gids->empty()) return false;
+  // The configured addresses come first: the engine sources ARP and
+  // neighbour solicitations from the first address of the family. The
+  // link-local one follows, so traffic to GID 0 is received and answered.
+  ec->addresses.assign(gids->begin() + 1, gids->end());
+  ec->addresses.push_back(gids->front());
   const FaultSettings& f = c.fault;
   ec->rx_buffer.bytes = std::uint64_t{f.rx_buffer_kb} * 1024;
   ec->rx_buffer.rate_mbps = f.rx_rate_mbps;

@@ -73,6 +73,11 @@ class Device {
   /// names one ([stats] prometheus): once per process, by the first
   /// device (or the daemon). A failure is logged and the process runs on.
   static void serve_prometheus(const Config& c);
+  /// The GID table of device `dc` on a port with MAC `mac`: GID 0 the
+  /// link-local address of the MAC, then the configured addresses. Empty
+  /// with *error on a bad address.
+  static std::vector<wire::IpAddr> gid_table(const DeviceConfig& dc, const wire::MacAddr& mac,
+                                             std::string* error);
   /// The GID table and the engine's configuration of device `dc` on a
   /// port with MAC `mac`: what open() sets up, and what the device daemon
   /// runs its engine with. False with *error on a bad address.

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "private_sysfs.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+namespace uroce::run {
+
+namespace {
+
+constexpr const char* kClass = "/sys/class";
+constexpr const char* kTree = "/sys/class/infiniband";
+
+std::string failed(const std::string& what, std::string* error) {
+  *error = what + ": " + std::strerror(errno);
+  return "";
+}
+
+// The names in directory `fd` (not . and ..).
+std::vector<std::string> entries(int fd) {
+  std::vector<std::string> out;
+  const int dup_fd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR* d = dup_fd >= 0 ? fdopendir(dup_fd) : nullptr;
+  if (!d) return out;
+  while (const dirent* e = readdir(d)) {
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
+      out.emplace_back(e->d_name);
+  }
+  closedir(d);
+  return out;
+}
+
+}  // namespace
+
+std::string private_sysfs(std::string* error) {
+  if (unshare(CLONE_NEWNS) != 0) return failed("a mount namespace of its own (needs root)", error);
+  // Nothing mounted here may reach the host's namespace.
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+    return failed("making / private", error);
+  // sysfs takes no new directory: /sys/class becomes a tmpfs with each
+  // class of the real one bound back (their entries' relative links into
+  // /sys/devices resolve as before), and infiniband a directory of the
+  // tmpfs, holding the kernel's own RDMA devices' links if it has any.
+  const int real = open(kClass, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (real < 0) return failed(kClass, error);
+  const std::vector<std::string> classes = entries(real);
+  const int real_ib = openat(real, "infiniband", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  std::vector<std::pair<std::string, std::string>> ib_links;
+  if (real_ib >= 0) {
+    for (const std::string& e : entries(real_ib)) {
+      char target[4096];
+      const ssize_t n = readlinkat(real_ib, e.c_str(), target, sizeof target - 1);
+      if (n > 0) ib_links.emplace_back(e, std::string(target, static_cast<std::size_t>(n)));
+    }
+    close(real_ib);
+  }
+  if (mount("uroce-sysfs", kClass, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755") != 0) {
+    close(real);
+    return failed(std::string("a tmpfs on ") + kClass, error);
+  }
+  for (const std::string& c : classes) {
+    if (c == "infiniband") continue;
+    const std::string to = std::string(kClass) + "/" + c;
+    const std::string from = "/proc/self/fd/" + std::to_string(real) + "/" + c;
+    if (mkdir(to.c_str(), 0755) != 0 ||
+        mount(from.c_str(), to.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+      close(real);
+      return failed("binding " + to + " back", error);
+    }
+  }
+  close(real);
+  if (mkdir(kTree, 0755) != 0) return failed(kTree, error);
+  // The kernel's links are relative to /sys/class/infiniband, as before.
+  for (const auto& [name, target] : ib_links)
+    if (symlinkat(target.c_str(), AT_FDCWD, (std::string(kTree) + "/" + name).c_str()) != 0)
+      return failed(std::string(kTree) + "/" + name, error);
+  return kTree;
+}
+
+}  // namespace uroce::run

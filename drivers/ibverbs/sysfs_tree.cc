@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "ibverbs/sysfs_tree.h"
+
+#include <infiniband/verbs.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "ibverbs/provider.h"
+#include "log/log.h"
+#include "verbs/device.h"
+#include "verbs/limits.h"
+#include "verbs/port_driver.h"
+
+namespace uroce::ibverbs {
+
+namespace {
+
+bool write_file(const std::string& path, const std::string& text) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) return false;
+  const bool ok = std::fputs(text.c_str(), f) >= 0;
+  return std::fclose(f) == 0 && ok;
+}
+
+bool make_dir(const std::string& path) { return mkdir(path.c_str(), 0755) == 0 || errno == EEXIST; }
+
+// A GID as the kernel prints one (%pI6): eight groups of four hex digits.
+std::string gid_text(const wire::IpAddr& g) {
+  char s[40];
+  char* p = s;
+  for (int i = 0; i < 16; i += 2)
+    p += std::snprintf(p, 6, "%02x%02x%s", g.bytes[i], g.bytes[i + 1], i < 14 ? ":" : "");
+  return s;
+}
+
+// The node GUID of a MAC, "xxxx:xxxx:xxxx:xxxx" (its modified EUI-64).
+std::string guid_text(const wire::MacAddr& m) {
+  char s[20];
+  std::snprintf(s, sizeof s, "%02x%02x:%02xff:fe%02x:%02x%02x", m.bytes[0] ^ 2, m.bytes[1],
+                m.bytes[2], m.bytes[3], m.bytes[4], m.bytes[5]);
+  return s;
+}
+
+// ports/N/rate as the kernel's rate_show prints it: the lanes times the
+// lane rate of the IB speed code, "10 Gb/sec (1X QDR)".
+std::string rate_text(std::uint8_t width, std::uint8_t speed) {
+  const int lanes = width == 2 ? 4 : width == 4 ? 8 : width == 8 ? 12 : width == 16 ? 2 : 1;
+  struct Speed {
+    std::uint8_t code;
+    int tenths;  // Gb/s per lane, in tenths
+    const char* name;
+  };
+  static constexpr Speed kSpeeds[] = {{1, 25, "SDR"},    {2, 50, "DDR"},    {4, 100, "QDR"},
+                                      {8, 100, "FDR10"}, {16, 140, "FDR"},  {32, 250, "EDR"},
+                                      {64, 500, "HDR"},  {128, 1000, "NDR"}};
+  const Speed* s = &kSpeeds[0];
+  for (const Speed& k : kSpeeds)
+    if (k.code == speed) s = &k;
+  const int t = lanes * s->tenths;
+  char out[48];
+  std::snprintf(out, sizeof out, "%d%s Gb/sec (%dX %s)", t / 10, t % 10 ? ".5" : "", lanes,
+                s->name);
+  return out;
+}
+
+// The kernel interface a port on it names (net_af_packet's and net_tap's
+// iface=), or "".
+std::string interface_of(const std::string& port) {
+  const std::size_t at = port.find("iface=");
+  if (at == std::string::npos) return "";
+  const std::size_t from = at + 6;
+  return port.substr(from, port.find(',', from) - from);
+}
+
+std::string device_dir(const std::string& name) { return sysfs_root() + "/" + name; }
+
+}  // namespace
+
+const std::string& sysfs_root() {
+  static const std::string root = [] {
+    const char* r = std::getenv("UROCE_SYSFS_TREE");
+    return std::string(r ? r : "");
+  }();
+  return root;
+}
+
+void update_sysfs_port(const std::string& device, bool active, std::uint8_t width,
+                       std::uint8_t speed) {
+  if (sysfs_root().empty()) return;
+  const std::string port = device_dir(device) + "/ports/1/";
+  write_file(port + "state", active ? "4: ACTIVE\n" : "1: DOWN\n");
+  write_file(port + "phys_state", active ? "5: LinkUp\n" : "3: Disabled\n");
+  write_file(port + "rate", rate_text(width, speed) + "\n");
+}
+
+bool write_sysfs_device(const UDevice& u) {
+  if (sysfs_root().empty()) return true;
+  const DeviceConfig& dc = u.cfg;
+  const auto mac = mac_before_open(dc);
+  std::string err;
+  const std::vector<wire::IpAddr> gids =
+      mac ? verbs::Device::gid_table(dc, *mac, &err) : std::vector<wire::IpAddr>{};
+  if (gids.empty()) {
+    log::get().warn("{}: no sysfs tree: {}", dc.name, mac ? err : "the port's MAC is unknown");
+    return false;
+  }
+  const std::string d = device_dir(dc.name);
+  // The first program of the namespace writes it; the programs it starts
+  // (which inherit the preload) find it there, and a device once open
+  // keeps its port's files current.
+  struct stat st;
+  if (stat(d.c_str(), &st) == 0) return true;
+  const std::string ifname = interface_of(dc.port);
+  const std::string guid = guid_text(*mac) + "\n";
+  bool ok = make_dir(d) && make_dir(d + "/device") && make_dir(d + "/device/net") &&
+            make_dir(d + "/ports") && make_dir(d + "/ports/1") && make_dir(d + "/ports/1/gids") &&
+            make_dir(d + "/ports/1/gid_attrs") && make_dir(d + "/ports/1/gid_attrs/types") &&
+            make_dir(d + "/ports/1/gid_attrs/ndevs") && make_dir(d + "/ports/1/pkeys");
+  // The device: what libibumad requires (node_type, node_guid,
+  // sys_image_guid) and what ibstat shows besides.
+  ok = ok && write_file(d + "/node_type", "1: CA\n") && write_file(d + "/node_guid", guid) &&
+       write_file(d + "/sys_image_guid", guid) &&
+       write_file(d + "/fw_ver", std::string("uroce ") + UROCE_VERSION + "\n") &&
+       write_file(d + "/hw_rev", "0\n") && write_file(d + "/hca_type", "uroce\n") &&
+       write_file(d + "/node_desc", dc.name + " uroce\n");
+  // device/: no PCI function behind it (NCCL and hwloc take the device
+  // as attached to the first CPU); its driver's name is what Open MPI's
+  // pml ucx matches against pml_ucx_devices; net/ names its interface.
+  ok = ok && write_file(d + "/device/numa_node", "-1\n") && make_dir(d + "/device/uroce") &&
+       (symlink("uroce", (d + "/device/driver").c_str()) == 0 || errno == EEXIST);
+  if (!ifname.empty()) {
+    symlink(("/sys/class/net/" + ifname).c_str(), (d + "/device/net/" + ifname).c_str());
+  }
+  // Port 1, a RoCE port: no LID, no SM; the GID table as ibv_query_gid
+  // reads it, each populated entry RoCE v2 on the port's interface (the
+  // kernel refuses to read the attributes of an empty entry: here they
+  // are absent).
+  const std::string p = d + "/ports/1/";
+  char cap[16];
+  std::snprintf(cap, sizeof cap, "0x%08x\n", IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS);
+  ok = ok && write_file(p + "lid", "0x0\n") && write_file(p + "sm_lid", "0x0\n") &&
+       write_file(p + "sm_sl", "0\n") && write_file(p + "lid_mask_count", "0\n") &&
+       write_file(p + "cap_mask", cap) && write_file(p + "link_layer", "Ethernet\n") &&
+       write_file(p + "pkeys/0", "0xffff\n");
+  const std::size_t table = std::max<std::size_t>(verbs::kGidTableLen, gids.size());
+  for (std::size_t i = 0; ok && i < table; ++i) {
+    const std::string n = std::to_string(i);
+    ok = write_file(p + "gids/" + n, gid_text(i < gids.size() ? gids[i] : wire::IpAddr{}) + "\n");
+    if (ok && i < gids.size()) {
+      ok = write_file(p + "gid_attrs/types/" + n, "RoCE v2\n") &&
+           write_file(p + "gid_attrs/ndevs/" + n, ifname + "\n");
+    }
+  }
+  if (!ok) {
+    log::get().warn("{}: writing its sysfs tree in {} failed: {}", dc.name, d,
+                    std::strerror(errno));
+    return false;
+  }
+  // Before the port opens it is taken as up, at what af_packet reports.
+  update_sysfs_port(dc.name, true, 1, 4);
+  return true;
+}
+
+}  // namespace uroce::ibverbs

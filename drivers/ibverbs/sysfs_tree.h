@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#pragma once
+
+// /sys/class/infiniband/<device> as the kernel presents an RDMA device,
+// for the tools that read sysfs rather than ask libibverbs: ibstat
+// (libibumad), UCX (a GID's RoCE version, its netdev), Open MPI's device
+// match (device/driver), NCCL, hwloc, node_exporter. `uroce-run --sysfs`
+// gives the program a mount namespace of its own in which
+// /sys/class/infiniband is a tmpfs and names it in UROCE_SYSFS_TREE; the
+// binding writes each device's tree there when it lists its devices, and
+// the port's state and rate again when the device opens and when its
+// link changes. Outside such a namespace nothing is written.
+
+#include <cstdint>
+#include <string>
+
+namespace uroce::ibverbs {
+
+struct UDevice;
+
+/// The directory the trees go in (UROCE_SYSFS_TREE), or "" when the
+/// program has none.
+const std::string& sysfs_root();
+
+/// Writes `u`'s tree under sysfs_root() from its configuration: what is
+/// known before the port opens (its GUID from the port's MAC, its GIDs,
+/// the port taken as up at 10 Gb/s). False, with a warning logged, when
+/// a file cannot be written.
+bool write_sysfs_device(const UDevice& u);
+
+/// Rewrites port 1's state, physical state and rate from the live port.
+void update_sysfs_port(const std::string& device, bool active, std::uint8_t width,
+                       std::uint8_t speed);
+
+}  // namespace uroce::ibverbs
