@@ -67,13 +67,12 @@ class Mpi : public ::testing::Test {
   // running `a_cmd` and `b_cmd` (an MPMD job: one app context per host).
   // pml ucx, which Debian's openmpi-mca-params.conf leaves out; the
   // runtime's TCP on ctl, the only link with kernel addresses.
-  std::string mpirun(int ranks, const std::string& a_cmd, const std::string& b_cmd) {
+  std::string mpirun(int ranks, const std::string& a_cmd, const std::string& b_cmd,
+                     const std::string& options = "--mca pml ucx") {
     const std::string n = std::to_string(ranks);
     Child job("ip netns exec " + bed_.ns('a') + " mpirun --allow-run-as-root --mca plm_rsh_agent " +
-                  agent_ +
-                  " --mca oob_tcp_if_include ctl --mca btl_tcp_if_include ctl --mca pml ucx"
-                  " -np " +
-                  n + " --host 192.168.77.1:" + n + " " + a_cmd + " : -np " + n +
+                  agent_ + " --mca oob_tcp_if_include ctl --mca btl_tcp_if_include ctl " + options +
+                  " -np " + n + " --host 192.168.77.1:" + n + " " + a_cmd + " : -np " + n +
                   " --host 192.168.77.2:" + n + " " + b_cmd,
               dir() + "/mpirun.log");
     const int rc = job.wait(180s);
@@ -119,6 +118,29 @@ class Mpi : public ::testing::Test {
 // One rank per host, each with the device in its own process (uroce-run).
 TEST_F(Mpi, OneRankPerHostOverUcx) {
   mpirun(1, bed_.uroce_run('a', check()), bed_.uroce_run('b', check()));
+  expect_traffic();
+}
+
+// pml ucx takes a device at its full priority only when the device's
+// driver in sysfs matches pml_ucx_devices (mlx* by default): with the
+// ranks' /sys/class/infiniband (uroce-run --sysfs) and uroce* named, it
+// does, rather than at the priority of a transport it merely can use.
+TEST_F(Mpi, WithTheSysfsTreePmlUcxTakesTheDeviceAtFullPriority) {
+  auto with_sysfs = [](std::string cmd) {
+    return cmd.replace(cmd.find("/uroce-run "), 11, "/uroce-run --sysfs ");
+  };
+  const std::string out =
+      mpirun(1, with_sysfs(bed_.uroce_run('a', check())), with_sysfs(bed_.uroce_run('b', check())),
+             "--mca pml ucx --mca pml_ucx_devices 'uroce*' "
+             "--mca pml_base_verbose 10");
+  // Each rank's pml ucx: "init returned priority 51" (the device
+  // matched), not 19 (transports only).
+  std::size_t full = 0;
+  for (std::size_t at = 0; (at = out.find("init returned priority 51", at)) != std::string::npos;
+       ++at)
+    ++full;
+  EXPECT_EQ(full, 2u) << out;
+  EXPECT_EQ(out.find("init returned priority 19"), std::string::npos) << out;
   expect_traffic();
 }
 
