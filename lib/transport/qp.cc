@@ -416,6 +416,17 @@ std::size_t Qp::state_bytes() const {
          res_.capacity() * sizeof(RespResource) + jobs_.capacity() * sizeof(RespJob);
 }
 
+Qp::Progress Qp::progress_state() const {
+  Progress p;
+  p.sq_psn = req_.psn.value();
+  p.sq_unacked_psn = comp_.psn.value();
+  p.rq_psn = resp_.epsn.value();
+  p.sq_wqes = sq_tail() - sq_head_.load(std::memory_order_relaxed);
+  p.retry_left = comp_.retry_cnt;
+  p.rnr_retry_left = comp_.rnr_retry;
+  return p;
+}
+
 Nanos Qp::next_deadline() const {
   Nanos d = 0;
   for (Nanos t : {comp_.rto_deadline, comp_.rnr_until, req_.gate_retry_at}) {

@@ -121,6 +121,18 @@ class Qp {
   /// resources.
   std::size_t state_bytes() const;
 
+  /// Where the QP stands (what `rdma resource show qp` says of a kernel
+  /// QP, and more): read with the engine held, as every other field.
+  struct Progress {
+    std::uint32_t sq_psn;          ///< the next PSN the requester sends
+    std::uint32_t sq_unacked_psn;  ///< the oldest PSN not acknowledged yet
+    std::uint32_t rq_psn;          ///< the PSN the responder expects
+    std::uint64_t sq_wqes;         ///< send WRs posted and not completed
+    std::uint8_t retry_left;       ///< of retry_cnt, since the last progress
+    std::uint8_t rnr_retry_left;   ///< of rnr_retry, likewise
+  };
+  Progress progress_state() const;
+
  private:
   // A send WQE: the WR, inline data, and the requester's and completer's
   // progress on it.

@@ -276,6 +276,18 @@ void Device::for_each_counter(const CounterFn& fn) {
     char scope[16];
     std::snprintf(scope, sizeof(scope), "qp:%06x", qp.qpn());
     qp.counters().for_each([&](std::string_view name, std::uint64_t v) { fn(scope, name, v); });
+    // Where it stands: its state (ibv_qp_state's numbers: 3 RTS, 6 ERR),
+    // its peer, its PSNs, what it still has to send, its retry budgets.
+    // A connection that stopped moving shows why here.
+    const transport::Qp::Progress p = qp.progress_state();
+    fn(scope, "state", static_cast<std::uint64_t>(qp.state()));
+    fn(scope, "dest_qp_num", qp.attr().dest_qp_num);
+    fn(scope, "sq_psn", p.sq_psn);
+    fn(scope, "sq_unacked_psn", p.sq_unacked_psn);
+    fn(scope, "rq_psn", p.rq_psn);
+    fn(scope, "sq_wqes", p.sq_wqes);
+    fn(scope, "retry_left", p.retry_left);
+    fn(scope, "rnr_retry_left", p.rnr_retry_left);
     // DCQCN's state of the QP: current and target rate, alpha.
     if (const auto* cc = dynamic_cast<const cc::QpCongestion*>(qp.gate())) {
       fn(scope, "dcqcn_rate_mbps", cc->rate_bps() / 1'000'000);

@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 
-
 #include "transport/qp_harness.h"
 
 namespace uroce::transport::test_qp {
@@ -62,6 +61,35 @@ TEST_F(QpTest, CompleterResumesAPartlyAnsweredReadAtTheFirstMissingResponse) {
   EXPECT_EQ(wc[0].status, WcStatus::kSuccess);
   EXPECT_EQ(wc[0].opcode, WcOpcode::kRdmaRead);
   EXPECT_EQ(local, remote);
+}
+
+TEST_F(QpTest, ItsProgressShowsPsnsWorkLeftAndRetriesLeft) {
+  auto data = bytes(600);
+  ASSERT_EQ(qp_->post_send(send_wr(WrOpcode::kSend, data, 1)), 0);
+  ASSERT_EQ(qp_->post_send(send_wr(WrOpcode::kSend, data, 2)), 0);
+  ASSERT_EQ(drain(0).size(), 6u);
+  Qp::Progress p = qp_->progress_state();
+  EXPECT_EQ(p.sq_psn, (Psn(kOurPsn) + 6).value());
+  EXPECT_EQ(p.sq_unacked_psn, kOurPsn);
+  EXPECT_EQ(p.rq_psn, kPeerPsn);
+  EXPECT_EQ(p.sq_wqes, 2u);
+  EXPECT_EQ(p.retry_left, 2u);
+  // The first message acknowledged: one WR left, from its first PSN.
+  wire::ExtHeaders ack;
+  ack.aeth = {AethSyndrome::ack(), 0};
+  deliver(Opcode::kRcAcknowledge, (Psn(kOurPsn) + 2).value(), ack);
+  p = qp_->progress_state();
+  EXPECT_EQ(p.sq_unacked_psn, (Psn(kOurPsn) + 3).value());
+  EXPECT_EQ(p.sq_wqes, 1u);
+  // A timeout spends a retry and goes back to the unacknowledged PSN.
+  sink_.sent.clear();
+  const Nanos t = qp_->next_deadline();
+  qp_->on_timer(t);
+  ASSERT_EQ(drain(t).size(), 3u);
+  p = qp_->progress_state();
+  EXPECT_EQ(p.retry_left, 1u);
+  EXPECT_EQ(p.sq_psn, (Psn(kOurPsn) + 6).value());
+  EXPECT_EQ(p.sq_unacked_psn, (Psn(kOurPsn) + 3).value());
 }
 
 TEST_F(QpTest, LocalAckTimeoutHasMicrosecondPrecisionAndExhaustsIntoRetryExcErr) {
