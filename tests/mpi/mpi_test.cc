@@ -44,24 +44,12 @@ class Mpi : public ::testing::Test {
     test::sh("chmod +x " + agent_);
   }
   void TearDown() override {
-    for (auto& d : daemons_) {
-      if (!d) continue;
-      d->interrupt();
-      EXPECT_EQ(d->wait(20s), 0) << "uroced did not stop cleanly";
-      d.reset();
-    }
+    for (auto& d : daemons_)
+      EXPECT_TRUE(test::TestbedPair::stop_daemon(d)) << "uroced did not stop cleanly";
     bed_.down();
   }
 
   std::string dir() const { return bed_.dir(); }
-
-  void start_daemons() {
-    for (char host : {'a', 'b'}) {
-      daemons_[host - 'a'] = bed_.start_daemon(host);
-      ASSERT_TRUE(daemons_[host - 'a']) << "uroced did not start on " << host << ":\n"
-                                        << slurp(dir() + "/uroced-" + host + ".log");
-    }
-  }
 
   // mpirun in host a with `ranks` ranks on each host, each host's ranks
   // running `a_cmd` and `b_cmd` (an MPMD job: one app context per host).
@@ -148,7 +136,7 @@ TEST_F(Mpi, WithTheSysfsTreePmlUcxTakesTheDeviceAtFullPriority) {
 // ping-pong crosses the hosts, the allreduce also runs between the two
 // ranks of one host.
 TEST_F(Mpi, TwoRanksPerHostShareEachHostsDevice) {
-  start_daemons();
+  ASSERT_EQ(bed_.start_daemons(daemons_), "");
   mpirun(2, bed_.attached_run('a', check()), bed_.attached_run('b', check()));
   expect_traffic();
 }

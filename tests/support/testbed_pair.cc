@@ -85,6 +85,24 @@ std::unique_ptr<Child> TestbedPair::start_daemon(char host, const std::string& e
   return d;
 }
 
+std::string TestbedPair::start_daemons(std::unique_ptr<Child> (&out)[2]) const {
+  for (char host : {'a', 'b'}) {
+    out[host - 'a'] = start_daemon(host);
+    if (!out[host - 'a'])
+      return std::string("uroced did not start on ") + host + ":\n" +
+             slurp(dir() + "/uroced-" + host + ".log");
+  }
+  return "";
+}
+
+bool TestbedPair::stop_daemon(std::unique_ptr<Child>& d) {
+  if (!d) return true;
+  d->interrupt();
+  const bool clean = d->wait(20s) == 0;
+  d.reset();
+  return clean;
+}
+
 std::string TestbedPair::attached_run(char host, const std::string& program,
                                       const std::string& env) const {
   return "env" + program_env(host, env) + " UROCE_DAEMON_SOCKET=" + daemon_socket(host) + " " +

@@ -72,6 +72,11 @@ class TestbedPair {
   /// (its log is <dir>/uroced-<host>.log).
   /// `extra` is appended to its configuration (TOML tables).
   std::unique_ptr<Child> start_daemon(char host, const std::string& extra = "") const;
+  /// Both hosts' daemons into `out` ('a' first); what went wrong, or "".
+  std::string start_daemons(std::unique_ptr<Child> (&out)[2]) const;
+  /// Stops a daemon started here (SIGINT), if it runs: whether it exited
+  /// cleanly (status 0) within 20 s.
+  static bool stop_daemon(std::unique_ptr<Child>& d);
   std::string daemon_socket(char host) const;
   /// A shell command running `program` on `host` attached to the host's
   /// daemon (uroce-run with no port), `env` set for it.

@@ -34,20 +34,12 @@ class Uroced : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(bed_.up()) << "cannot build the testbed";
-    for (char host : {'a', 'b'}) {
-      daemons_[host - 'a'] = bed_.start_daemon(host);
-      ASSERT_TRUE(daemons_[host - 'a'])
-          << "uroced did not start on " << host << ":\n"
-          << slurp(dir() + "/uroced-" + host + ".log");
-    }
+    const std::string error = bed_.start_daemons(daemons_);
+    ASSERT_EQ(error, "");
   }
   void TearDown() override {
-    for (auto& d : daemons_) {
-      if (!d) continue;
-      d->interrupt();
-      EXPECT_EQ(d->wait(20s), 0) << "uroced did not stop cleanly";
-      d.reset();
-    }
+    for (auto& d : daemons_)
+      EXPECT_TRUE(test::TestbedPair::stop_daemon(d)) << "uroced did not stop cleanly";
     bed_.down();
   }
 
@@ -305,8 +297,8 @@ TEST_F(Uroced, ACaptureOfTheDeviceDecodesAndPrometheusAgreesWithUroceStat) {
   capture.interrupt();
   ASSERT_EQ(capture.wait(20s), 0) << capture.output();
   const auto frames = test::tshark_decode(
-      pcap, {"frame.number", "udp.dstport", "infiniband.bth.opcode", "_ws.malformed",
-             "frame.comment"});
+      pcap,
+      {"frame.number", "udp.dstport", "infiniband.bth.opcode", "_ws.malformed", "frame.comment"});
   std::size_t roce = 0, self = 0;
   for (const auto& f : frames) {
     EXPECT_EQ(f.at("_ws.malformed"), "") << pcap << " frame " << f.at("frame.number");
@@ -323,7 +315,8 @@ TEST_F(Uroced, ACaptureOfTheDeviceDecodesAndPrometheusAgreesWithUroceStat) {
   const std::string metrics = dir() + "/metrics.txt";
   ASSERT_EQ(test::sh("ip netns exec " + bed_.ns('a') +
                      " /usr/bin/python3 -c \"import urllib.request; print(urllib.request.urlopen("
-                     "'http://127.0.0.1:9464/metrics').read().decode())\" > " + metrics),
+                     "'http://127.0.0.1:9464/metrics').read().decode())\" > " +
+                     metrics),
             0);
   const std::string text = slurp(metrics);
   auto d = daemon_counters('a');
