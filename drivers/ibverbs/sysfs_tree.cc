@@ -102,6 +102,13 @@ void update_sysfs_port(const std::string& device, bool active, std::uint8_t widt
 bool write_sysfs_device(const UDevice& u) {
   if (sysfs_root().empty()) return true;
   const DeviceConfig& dc = u.cfg;
+  const std::string d = device_dir(dc.name);
+  // The first program of the namespace writes it; the programs it starts
+  // (which inherit the preload) find it there without asking the port
+  // (or its daemon) for its MAC again, and a device once open keeps its
+  // port's files current.
+  struct stat st;
+  if (stat(d.c_str(), &st) == 0) return true;
   const auto mac = mac_before_open(dc);
   std::string err;
   const std::vector<wire::IpAddr> gids =
@@ -110,12 +117,6 @@ bool write_sysfs_device(const UDevice& u) {
     log::get().warn("{}: no sysfs tree: {}", dc.name, mac ? err : "the port's MAC is unknown");
     return false;
   }
-  const std::string d = device_dir(dc.name);
-  // The first program of the namespace writes it; the programs it starts
-  // (which inherit the preload) find it there, and a device once open
-  // keeps its port's files current.
-  struct stat st;
-  if (stat(d.c_str(), &st) == 0) return true;
   const std::string ifname = interface_of(dc.port);
   const std::string guid = guid_text(*mac) + "\n";
   bool ok = make_dir(d) && make_dir(d + "/device") && make_dir(d + "/device/net") &&
