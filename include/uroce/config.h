@@ -25,6 +25,12 @@ struct DeviceConfig {
   std::string name;          ///< "uroce0"
   std::string port;          ///< DPDK device: vdev string or PCI address
   std::vector<IpPrefix> ip;  ///< the device's addresses
+  /// Netdev mode: the kernel interface the device shares with the kernel
+  /// (docs/netdev-mode.md). Its addresses are the device's (`ip` is
+  /// filled from it when the configuration is read), the port defaults to
+  /// net_af_packet on it, and the kernel keeps ARP, ND, ping and all but
+  /// RoCE on it. Empty: a link of uroce's own.
+  std::string netdev;
   std::uint32_t mtu = 0;     ///< link MTU; 0 keeps the port's
   bool hugepages = false;    ///< hugepage-backed memory (net_memif needs it)
   std::uint8_t dscp = 26;    ///< DSCP of RoCE traffic

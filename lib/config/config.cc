@@ -13,6 +13,7 @@
 #include <map>
 #include <sstream>
 
+#include "config/netdev.h"
 #include "config/toml_reader.h"
 
 extern char** environ;
@@ -155,15 +156,27 @@ IpPrefix parse_prefix(const TomlReader& device, const std::string& text) {
 // Each key defaults to its member's initial value, here and below, so that
 // config.h alone states the defaults.
 DeviceConfig read_device(const TomlReader& t, std::size_t index) {
-  t.only({"name", "port", "ip", "mtu", "hugepages", "dscp", "pcp", "priority_tag", "vlan_id", "ecn",
-          "link_wait_ms"});
+  t.only({"name", "port", "ip", "netdev", "mtu", "hugepages", "dscp", "pcp", "priority_tag",
+          "vlan_id", "ecn", "link_wait_ms"});
   DeviceConfig dev;
   dev.name = t.string("name").value_or("uroce" + std::to_string(index));
+  dev.netdev = t.string("netdev").value_or("");
   const auto port = t.string("port");
-  if (!port || port->empty()) t.fail("port", "is required (a DPDK device)");
-  dev.port = *port;
-  for (const std::string& ip : t.strings("ip")) dev.ip.push_back(parse_prefix(t, ip));
-  if (dev.ip.empty()) t.fail("ip", "is required (one or more addresses)");
+  if (!dev.netdev.empty()) {
+    // Netdev mode: the interface's addresses, read now, in the namespace
+    // the program runs in.
+    if (!t.strings("ip").empty())
+      t.fail("ip", "comes from the interface with netdev = '" + dev.netdev + "'");
+    const auto ips = config::netdev_addresses(dev.netdev);
+    if (!ips) t.fail("netdev", "'" + dev.netdev + "' is no interface in this network namespace");
+    dev.ip = *ips;
+    dev.port = port && !port->empty() ? *port : "net_af_packet_" + dev.name + ",iface=" + dev.netdev;
+  } else {
+    if (!port || port->empty()) t.fail("port", "is required (a DPDK device)");
+    dev.port = *port;
+    for (const std::string& ip : t.strings("ip")) dev.ip.push_back(parse_prefix(t, ip));
+    if (dev.ip.empty()) t.fail("ip", "is required (one or more addresses)");
+  }
   dev.mtu = t.number("mtu", dev.mtu, 0, 9600);
   if (dev.mtu != 0 && dev.mtu < 576) t.fail("mtu", "must be 0 or at least 576");
   dev.hugepages = t.boolean("hugepages", dev.hugepages);

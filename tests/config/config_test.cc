@@ -96,6 +96,10 @@ TEST(Config, RefusesBadInputNamingTheKey) {
       {"[[device]]\nport = \"x\"\nip = \"10.0.0.1\"\n[[device]]\nport = \"y\"\nip = "
        "\"10.0.0.2\"\nname = \"uroce0\"",
        "device[1].name: 'uroce0' is taken"},
+      {"[[device]]\nnetdev = \"nosuch0\"",
+       "device[0].netdev: 'nosuch0' is no interface in this network namespace"},
+      {"[[device]]\nnetdev = \"lo\"\nip = \"10.0.0.1\"",
+       "device[0].ip: comes from the interface with netdev = 'lo'"},
       {"[log]\nlevel = \"loud\"", "log.level: 'loud' is not trace"},
       {"[fault]\nrx_drop = 1.5", "fault.rx_drop: must be between 0 and 1"},
       {"[eal]\nmemory = 5", "eal.memory: unknown key"},
@@ -106,6 +110,34 @@ TEST(Config, RefusesBadInputNamingTheKey) {
     EXPECT_FALSE(r.config) << c.text;
     EXPECT_NE(r.error.find(c.expect), std::string::npos) << "got: " << r.error;
   }
+}
+
+// Netdev mode: the interface's addresses are the device's, read when the
+// configuration is; the port is net_af_packet on it unless one is named.
+// The loopback interface is in every network namespace.
+TEST(Config, NetdevTakesTheInterfacesAddresses) {
+  const auto r = parse("[[device]]\nnetdev = \"lo\"\n");
+  ASSERT_TRUE(r.config) << r.error;
+  const DeviceConfig& d = r.config->devices.at(0);
+  EXPECT_EQ(d.netdev, "lo");
+  EXPECT_EQ(d.port, "net_af_packet_uroce0,iface=lo");
+  bool v4 = false;
+  for (const IpPrefix& p : d.ip) {
+    if (p.address == "127.0.0.1") {
+      v4 = true;
+      EXPECT_EQ(p.prefix, 8u);
+    }
+    EXPECT_NE(p.address.rfind("fe80:", 0), 0u) << "link-local addresses are GID 0's";
+  }
+  EXPECT_TRUE(v4) << "127.0.0.1/8 is not among lo's addresses";
+
+  const auto named = parse("[[device]]\nnetdev = \"lo\"\nport = \"net_af_xdp0,iface=lo\"\n");
+  ASSERT_TRUE(named.config) << named.error;
+  EXPECT_EQ(named.config->devices.at(0).port, "net_af_xdp0,iface=lo");
+
+  const auto env = parse("", {"UROCE_DEVICE0_NETDEV=lo"});
+  ASSERT_TRUE(env.config) << env.error;
+  EXPECT_EQ(env.config->devices.at(0).netdev, "lo");
 }
 
 TEST(Config, PfcTableAndSlowReceiverKnob) {
