@@ -20,7 +20,7 @@ using wire::ConstBytes;
 Engine::Engine(port::Port& port, EngineConfig cfg)
     : port_(port),
       cfg_(std::move(cfg)),
-      host_(cfg_.addresses, cfg_.vlan_id, port.mac(), port, *this, counters_),
+      host_(cfg_.addresses, cfg_.vlan_id, port.mac(), port, *this, counters_, cfg_.kernel_stack),
       rx_(port, cfg_.rx_buffer, cfg_.pfc, port.mac(), *this, counters_),
       self_(port, host_, *this, counters_, cfg_.loopback_tap),
       ipv4_checksum_offload_(port.offloads_ipv4_checksum()),

@@ -57,6 +57,10 @@ struct EngineConfig {
   /// The device's VLAN, 0 for none: ARP, neighbour discovery and ping
   /// replies go out tagged (PCP 0), frames of other VLANs are not ours.
   std::uint16_t vlan_id = 0;
+  /// Netdev mode: the kernel owns the interface's addresses and answers
+  /// ARP, neighbour solicitations and pings for them; the engine only
+  /// learns its peers' MACs and asks for them.
+  bool kernel_stack = false;
   std::uint16_t rx_burst = kDefaultRxBurst;
   std::uint32_t tx_budget_per_qp = 16;  ///< packets one QP may send per turn
   /// The device daemon's engine: what its QPs do not take goes to the

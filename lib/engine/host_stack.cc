@@ -13,14 +13,15 @@ namespace uroce::engine {
 using wire::ConstBytes;
 
 HostStack::HostStack(std::vector<wire::IpAddr> addresses, std::uint16_t vlan_id, wire::MacAddr mac,
-                     port::Port& port, FramePath& path, EngineCounters& counters)
+                     port::Port& port, FramePath& path, EngineCounters& counters,
+                     bool kernel_stack)
     : addresses_(std::move(addresses)),
       vlan_id_(vlan_id),
       mac_(mac),
       port_(port),
       path_(path),
       counters_(counters),
-      answers_(!port.shared()) {}
+      answers_(!port.shared() && !kernel_stack) {}
 
 bool HostStack::is_local(const wire::IpAddr& ip) const {
   return std::find(addresses_.begin(), addresses_.end(), ip) != addresses_.end();
@@ -65,7 +66,7 @@ void HostStack::on_icmp(ConstBytes frame, const wire::FrameClass& c) {
   std::uint8_t reply[2048];
   if (frame.size() > sizeof(reply)) return;
   // Only echo requests to one of our addresses are answered.
-  if (!is_local(c.ip_dst(frame))) return;
+  if (!answers_ || !is_local(c.ip_dst(frame))) return;
   const std::size_t n = wire::build_icmp_echo_reply(reply, frame);
   if (n == 0) return;
   counters_.inc(EngineCounter::kRxIcmpEcho);

@@ -24,9 +24,11 @@ namespace uroce::engine {
 class HostStack {
  public:
   /// `addresses` are the device's; the first of each family sources its
-  /// ARP requests and neighbour solicitations.
+  /// ARP requests and neighbour solicitations. With `kernel_stack` the
+  /// kernel answers for them (netdev mode), so this stack never does.
   HostStack(std::vector<wire::IpAddr> addresses, std::uint16_t vlan_id, wire::MacAddr mac,
-            port::Port& port, FramePath& path, EngineCounters& counters);
+            port::Port& port, FramePath& path, EngineCounters& counters,
+            bool kernel_stack = false);
 
   bool is_local(const wire::IpAddr& ip) const;
   const wire::MacAddr& mac() const { return mac_; }
@@ -60,8 +62,9 @@ class HostStack {
   port::Port& port_;
   FramePath& path_;
   EngineCounters& counters_;
-  /// Whether we answer for the device's addresses: not in a program on a
-  /// shared port, whose daemon answers for every program of the host.
+  /// Whether we answer ARP, ND and ping for the device's addresses: not in
+  /// a program on a shared port, whose daemon answers for every program of
+  /// the host, nor when the kernel has these addresses (netdev mode).
   const bool answers_;
   Neighbors neighbors_;
 };

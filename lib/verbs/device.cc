@@ -108,6 +108,7 @@ bool Device::engine_setup(const DeviceConfig& dc, const Config& c, const wire::M
   const bool tagged = dc.priority_tag || dc.vlan_id != 0;
   ec->ud_priority = tagged ? dc.pcp : pfc::dscp_priority(dc.dscp);
   ec->vlan_id = dc.vlan_id;
+  ec->kernel_stack = !dc.netdev.empty();
   return true;
 }
 
