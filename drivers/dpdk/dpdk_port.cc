@@ -39,6 +39,14 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
   }
   std::unique_ptr<DpdkPort> p(new DpdkPort());
   p->port_id_ = id;
+  // Netdev mode: the port's packet sockets, open since EAL probed it,
+  // filtered as early as can be.
+  if (!opts.netdev.empty()) {
+    p->netdev_ = NetdevShare::open(opts.netdev, error);
+    if (!p->netdev_) return nullptr;
+    log::get().info("port {}: shares {} with the kernel ({} packet sockets filtered)", id,
+                    opts.netdev, p->netdev_->filtered());
+  }
   p->iface_ = af_packet_iface(device);
   if (!p->iface_.empty()) p->ioctl_fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
@@ -99,6 +107,12 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
   if (int rc = rte_eth_dev_start(id); rc != 0) {
     *error = errstr("rte_eth_dev_start", rc);
     return nullptr;
+  }
+  if (p->netdev_) {
+    // What the sockets took before their filter was on is the kernel's
+    // traffic (a RoCE frame among it is resent by its sender).
+    rte_mbuf* m[32];
+    for (std::uint16_t n; (n = rte_eth_rx_burst(id, 0, m, 32)) != 0;) rte_pktmbuf_free_bulk(m, n);
   }
   // Multicast groups come and go with the QPs' attachments; the NIC lets
   // every group's frames in and the engine keeps those of groups its QPs

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "dpdk/netdev_share.h"
 #include "port/port.h"
 
 namespace uroce::dpdk {
@@ -18,6 +19,9 @@ struct PortOptions {
   std::uint16_t rx_desc = 1024;
   std::uint16_t tx_desc = 1024;
   std::uint32_t mtu = 0;  ///< 0: keep the device's
+  /// Netdev mode: the kernel interface the port shares with the kernel
+  /// (netdev_share.h). Empty: the link is uroce's alone.
+  std::string netdev;
 };
 
 class DpdkPort : public port::Port {
@@ -54,6 +58,7 @@ class DpdkPort : public port::Port {
   /// kernel through a socket opened in the port's network namespace.
   std::string iface_;
   int ioctl_fd_ = -1;
+  std::unique_ptr<NetdevShare> netdev_;
   rte_mempool* pool_ = nullptr;
   wire::MacAddr mac_;
   std::uint32_t mtu_ = 1500;

@@ -43,6 +43,7 @@ std::unique_ptr<port::Port> open(const DeviceConfig& dc, const Config& c, std::s
   }
   PortOptions po;
   po.mtu = dc.mtu != 0 ? dc.mtu : af_packet_link_mtu(dc.port);
+  po.netdev = dc.netdev;
   return DpdkPort::open(dc.port, po, error);
 }
 
