@@ -3,12 +3,13 @@
 // (which serves libibverbs for uroce devices) and hands the program its
 // configuration, then executes it in place:
 //
-//   uroce-run [--config FILE] [--port DPDK_DEVICE --ip CIDR[,CIDR...]
-//             [--mtu N] [--hugepages] [--name NAME]] [--sysfs] -- PROGRAM [ARGS...]
+//   uroce-run [--config FILE] [--port DPDK_DEVICE --ip CIDR[,CIDR...] | --netdev IFACE]
+//             [--mtu N] [--hugepages] [--name NAME] [--sysfs] -- PROGRAM [ARGS...]
 //
 // --port and --ip describe one device (uroce0 unless --name says
 // otherwise) without a configuration file; with --config they replace
-// that file's first device. --sysfs runs the program in a mount namespace
+// that file's first device. --netdev IFACE describes instead a device on
+// a kernel interface, with the interface's addresses (netdev mode). --sysfs runs the program in a mount namespace
 // of its own where /sys/class/infiniband lists the uroce devices
 // (private_sysfs.h).
 
@@ -29,12 +30,13 @@ namespace {
 void usage(FILE* out) {
   std::fprintf(
       out,
-      "usage: uroce-run [--config FILE] [--port DPDK_DEVICE --ip CIDR[,CIDR...]\n"
-      "                 [--mtu N] [--hugepages] [--name NAME]] [--sysfs] -- PROGRAM [ARGS...]\n"
+      "usage: uroce-run [--config FILE] [--port DPDK_DEVICE --ip CIDR[,CIDR...] | --netdev IFACE]\n"
+      "                 [--mtu N] [--hugepages] [--name NAME] [--sysfs] -- PROGRAM [ARGS...]\n"
       "\n"
       "Runs PROGRAM with uroce serving libibverbs for uroce devices, e.g.\n"
       "  uroce-run --port net_af_packet0,iface=veth1 --ip 10.0.1.1/24 -- \\\n"
       "      ib_write_bw -d uroce0\n"
+      "  uroce-run --netdev eth0 -- ib_write_bw -d uroce0   (eth0's own addresses)\n"
       "--sysfs: the devices in /sys/class/infiniband too (ibstat, UCX's GID types,\n"
       "Open MPI's device match), in a mount namespace of the program's own (root)\n");
 }
@@ -85,7 +87,7 @@ std::string preload_list(const std::string& lib, const char* old) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string config, port, ip, mtu, name = "uroce0";
+  std::string config, port, ip, netdev, mtu, name = "uroce0";
   bool hugepages = false, sysfs = false;
   int i = 1;
   for (; i < argc; ++i) {
@@ -106,6 +108,8 @@ int main(int argc, char** argv) {
       value(&port);
     } else if (a == "--ip") {
       value(&ip);
+    } else if (a == "--netdev") {
+      value(&netdev);
     } else if (a == "--mtu") {
       value(&mtu);
     } else if (a == "--name") {
@@ -127,8 +131,12 @@ int main(int argc, char** argv) {
     usage(stderr);
     return 2;
   }
-  if (port.empty() != ip.empty()) {
+  if (port.empty() != ip.empty() && netdev.empty()) {
     std::fprintf(stderr, "uroce-run: --port and --ip go together\n");
+    return 2;
+  }
+  if (!netdev.empty() && !ip.empty()) {
+    std::fprintf(stderr, "uroce-run: --netdev takes the interface's addresses, not --ip\n");
     return 2;
   }
   const std::string lib = find_library();
@@ -138,10 +146,11 @@ int main(int argc, char** argv) {
   }
 
   if (!config.empty()) setenv("UROCE_CONFIG", config.c_str(), 1);
-  if (!port.empty()) {
+  if (!port.empty() || !netdev.empty()) {
     setenv("UROCE_DEVICE0_NAME", name.c_str(), 1);
-    setenv("UROCE_DEVICE0_PORT", port.c_str(), 1);
-    setenv("UROCE_DEVICE0_IP", ip.c_str(), 1);
+    if (!port.empty()) setenv("UROCE_DEVICE0_PORT", port.c_str(), 1);
+    if (!ip.empty()) setenv("UROCE_DEVICE0_IP", ip.c_str(), 1);
+    if (!netdev.empty()) setenv("UROCE_DEVICE0_NETDEV", netdev.c_str(), 1);
     if (!mtu.empty()) setenv("UROCE_DEVICE0_MTU", mtu.c_str(), 1);
     if (hugepages) setenv("UROCE_DEVICE0_HUGEPAGES", "true", 1);
   }
