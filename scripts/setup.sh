@@ -32,7 +32,7 @@ packages=(
   # Open MPI over UCX: mpirun, and mpicc for tests/mpi's job
   openmpi-bin libopenmpi-dev
   # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev tshark iproute2 procps ethtool
+  libgtest-dev libgmock-dev libbenchmark-dev tshark iproute2 procps ethtool iputils-ping
   # the testbed's scenarios: tables, plots, a PFC storm from a raw socket
   gnuplot-nox python3
   # what users would use instead, for the side-by-side benchmarks

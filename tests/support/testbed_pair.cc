@@ -24,6 +24,7 @@ TestbedPair::TestbedPair(TestbedOptions options)
 bool TestbedPair::up() {
   std::string cmd;
   if (options_.link_mtu != 0) cmd = "TESTBED_MTU=" + std::to_string(options_.link_mtu) + " ";
+  if (options_.netdev) cmd += "TESTBED_LAYOUT=netdev ";
   return sh(cmd + testbed_script() + " up " + prefix_) == 0;
 }
 
@@ -43,8 +44,15 @@ std::string TestbedPair::program_env(char host, const std::string& env) const {
   return vars;
 }
 
+std::string TestbedPair::ipv4(char host) const {
+  return std::string(options_.netdev ? "10.78.0." : "10.77.0.") + (host == 'a' ? "1" : "2");
+}
+
 std::string TestbedPair::uroce_run(char host, const std::string& program,
                                    const std::string& env) const {
+  if (options_.netdev)
+    return "env" + program_env(host, env) + " " + std::string(UROCE_BIN_DIR) +
+           "/uroce-run --netdev eth -- " + program;
   std::string ip = host == 'a' ? "10.77.0.1/24" : "10.77.0.2/24";
   if (options_.ipv6) ip += host == 'a' ? ",fd77::1/64" : ",fd77::2/64";
   return "env" + program_env(host, env) + " " + std::string(UROCE_BIN_DIR) +
@@ -67,9 +75,12 @@ std::unique_ptr<Child> TestbedPair::start_daemon(char host, const std::string& e
   if (options_.ipv6) ip += host == 'a' ? ", \"fd77::1/64\"" : ", \"fd77::2/64\"";
   {
     std::ofstream f(config);
-    f << "[[device]]\nname = \"uroce0\"\nport = \"net_af_packet0,iface=rdma\"\nip = [" << ip
-      << "]\n[daemon]\nsocket = \"" << daemon_socket(host) << "\"\n"
-      << extra;
+    f << "[[device]]\nname = \"uroce0\"\n";
+    if (options_.netdev)
+      f << "netdev = \"eth\"\n";
+    else
+      f << "port = \"net_af_packet0,iface=rdma\"\nip = [" << ip << "]\n";
+    f << "[daemon]\nsocket = \"" << daemon_socket(host) << "\"\n" << extra;
   }
   // A daemon started again must not be taken for up by its predecessor's log.
   sh("mkdir -p " + dir() + "/" + h + "d; rm -f " + dir() + "/uroced-" + h + ".log");
@@ -140,7 +151,7 @@ void TestbedPair::start_captures() {
   // 20000 frames are enough and keep the checks quick.
   for (char host : {'a', 'b'}) {
     captures_.push_back(std::make_unique<Child>("ip netns exec " + ns(host) +
-                                                    " dumpcap -q -P -i rdma -c 20000 -w " + dir() +
+                                                    " dumpcap -q -P -i " + link() + " -c 20000 -w " + dir() +
                                                     "/" + host + ".pcap",
                                                 dir() + "/dumpcap-" + host + ".log"));
   }

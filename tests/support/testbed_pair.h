@@ -28,6 +28,10 @@ struct TestbedOptions {
   unsigned link_mtu = 0;
   /// uroce's IPv6 address (fd77::1, fd77::2) beside its IPv4 one.
   bool ipv6 = true;
+  /// Netdev mode (TESTBED_LAYOUT=netdev): one link, "eth", with the
+  /// kernel's addresses 10.78.0.1 and .2, fd78::1 and ::2, which uroce
+  /// takes in netdev mode; no ctl link, no addresses of uroce's own.
+  bool netdev = false;
   /// The device's counters to <dir>/<host>.stats at exit (UROCE_STATS_FILE).
   bool stats_file = false;
   /// The device's stats endpoint in <dir>/<host>/ (UROCE_STATS_DIR), for
@@ -52,6 +56,11 @@ class TestbedPair {
   std::string dir() const { return tmp_.path(); }
   /// The network namespace of `host`.
   std::string ns(char host) const { return prefix_ + host; }
+  /// The link uroce drives: "rdma", or "eth" in netdev mode.
+  std::string link() const { return options_.netdev ? "eth" : "rdma"; }
+  /// `host`'s IPv4 address on that link: 10.77.0.1 or .2, 10.78.0.x in
+  /// netdev mode.
+  std::string ipv4(char host) const;
 
   /// A shell command running `program` under uroce-run on `host`, with
   /// `env` (VAR=value ...) set for it. In the ASan build, with the

@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// Netdev mode: uroce on a kernel interface, sharing it and its addresses
+// with the kernel (docs/netdev-mode.md). Two network namespaces with one
+// veth pair, "eth", whose kernel addresses are the devices' GIDs
+// (scripts/testbed.sh, TESTBED_LAYOUT=netdev). Unmodified perftest and
+// ibverbs-utils run their TCP exchange and their RDMA over the same link
+// and address, in-process and through the device daemon; the kernel keeps
+// answering ping and ARP and sends no ICMP port unreachable for RoCE;
+// uroce answers nothing itself and is handed nothing but its own frames.
+// Needs root.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <regex>
+#include <string>
+
+#include "support/child.h"
+#include "support/pcap.h"
+#include "support/testbed_pair.h"
+#include "support/tshark.h"
+#include "wire/roce_parser.h"
+
+namespace uroce {
+namespace {
+
+using namespace std::chrono_literals;
+using test::Child;
+
+struct Pair {
+  std::string server;  ///< the program and its arguments on host b
+  std::string client;  ///< ... on host a, b's address after it
+  std::string expect;  ///< a regular expression the client's output must match
+  bool ipv6 = false;   ///< RoCEv2 over IPv6: every RoCE frame must be IPv6
+};
+
+const std::string kBwLine = R"(\n\s*\d+\s+\d+\s+[0-9.]+\s+[0-9.]*[1-9][0-9.]*\s+[0-9.]+)";
+const std::string kLatLine = R"(\n\s*\d+\s+\d+\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+)";
+const std::string kPingpong = R"(\d+ iters in [0-9.]+ seconds)";
+
+Pair perftest(const std::string& tool, const std::string& args, const std::string& expect) {
+  return {tool + " -d uroce0 " + args, tool + " -d uroce0 " + args, expect};
+}
+
+// GID 0 is the link-local address, 1 the interface's IPv4 address, 2 its
+// IPv6 one.
+Pair pingpong(const std::string& tool, int gid, const std::string& args = "") {
+  const std::string cmd = tool + " -d uroce0 -g " + std::to_string(gid) + " " + args;
+  return {cmd, cmd, kPingpong, gid != 1};
+}
+
+class Netdev : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(bed_.up()) << "cannot build the testbed"; }
+  void TearDown() override {
+    for (auto& d : daemons_) test::TestbedPair::stop_daemon(d);
+    bed_.down();
+  }
+
+  std::string in(char host, const std::string& cmd) const {
+    return "ip netns exec " + bed_.ns(host) + " " + cmd;
+  }
+  std::string program(char host, const std::string& cmd) const {
+    return attached_ ? bed_.attached(host, cmd) : bed_.over_uroce(host, cmd);
+  }
+
+  // Runs the pair over the link, captured at both ends. While the server
+  // has its device open the kernel must still answer ping on b's address.
+  void run(const Pair& p) {
+    const std::string dir = bed_.dir();
+    bed_.start_captures();
+    Child server(program('b', p.server), dir + "/server.log");
+    bed_.wait_for_tcp_listener('b', 18515, 30s);
+    {
+      Child ping(in('a', "ping -c 2 -i 0.2 -W 2 10.78.0.2 && ping -c 2 -i 0.2 -W 2 fd78::2"),
+                 dir + "/ping.log");
+      EXPECT_EQ(ping.wait(20s), 0) << "the kernel no longer answers ping:\n" << ping.output();
+    }
+    Child client(program('a', p.client + " 10.78.0.2"), dir + "/client.log");
+    const int client_rc = client.wait(120s);
+    const int server_rc = server.wait(60s);
+    bed_.stop_captures();
+    const std::string out = client.output();
+    EXPECT_EQ(client_rc, 0) << "client:\n" << out << "\nserver:\n" << server.output();
+    EXPECT_EQ(server_rc, 0) << "server:\n" << server.output();
+    EXPECT_TRUE(std::regex_search(out, std::regex(p.expect)))
+        << "the client did not report a result matching " << p.expect << ":\n"
+        << out;
+    const std::size_t roce =
+        check_capture(dir + "/a.pcap", p.ipv6) + check_capture(dir + "/b.pcap", p.ipv6);
+    EXPECT_GT(roce, 0u) << "no RoCEv2 frame on the link";
+    if (!attached_) {
+      for (char host : {'a', 'b'}) check_counters(host);
+      // A one-way transfer (UC, UD) has RoCE arriving at one end only.
+      EXPECT_GT(bed_.counters('a')["engine.rx_roce"] + bed_.counters('b')["engine.rx_roce"], 0u);
+    }
+  }
+
+  // Every RoCEv2 frame on the link parses (ICRC included) and is of the
+  // family the GID says; the programs' TCP is on the same link; and no
+  // ICMP port unreachable answers RoCE. Returns the RoCEv2 frames.
+  std::size_t check_capture(const std::string& pcap, bool ipv6) {
+    std::size_t roce = 0;
+    for (const auto& frame : test::read_pcap(pcap)) {
+      wire::RocePacket pkt;
+      const wire::DropReason why = wire::parse_roce_frame(frame, pkt);
+      if (why == wire::DropReason::kNotIp || why == wire::DropReason::kNotUdp ||
+          why == wire::DropReason::kNotRoceV2Port)
+        continue;
+      ++roce;
+      EXPECT_EQ(why, wire::DropReason::kNone) << pcap << ": " << wire::name(why);
+      if (why == wire::DropReason::kNone) {
+        EXPECT_EQ(pkt.ipv6, ipv6) << pcap;
+      }
+    }
+    std::size_t tcp = 0;
+    const auto decoded = test::tshark_decode(pcap,
+                                             {"frame.number", "tcp.port", "icmp.type", "icmp.code",
+                                              "icmpv6.type", "icmpv6.code", "_ws.malformed"},
+                                             {"infiniband.identify_payload:FALSE"});
+    for (const auto& d : decoded) {
+      const std::string& n = d.at("frame.number");
+      EXPECT_EQ(d.at("_ws.malformed"), "") << pcap << " frame " << n;
+      EXPECT_FALSE(d.at("icmp.type") == "3" && d.at("icmp.code") == "3")
+          << pcap << " frame " << n << ": ICMP port unreachable";
+      EXPECT_FALSE(d.at("icmpv6.type") == "1" && d.at("icmpv6.code") == "4")
+          << pcap << " frame " << n << ": ICMPv6 port unreachable";
+      if (d.at("tcp.port").find("18515") != std::string::npos) ++tcp;
+    }
+    EXPECT_GT(tcp, 0u) << pcap << ": the programs' TCP exchange is not on the link";
+    return roce;
+  }
+
+  // The device answered nothing for the kernel's addresses and was handed
+  // only frames it acts on: no TCP, no ping, none of the kernel's own.
+  void check_counters(char host) {
+    const test::CounterMap c = bed_.counters(host);
+    ASSERT_FALSE(c.empty()) << "no counters from " << host;
+    EXPECT_EQ(c.at("engine.tx_arp_reply"), 0u) << host;
+    EXPECT_EQ(c.at("engine.tx_neighbor_advert"), 0u) << host;
+    EXPECT_EQ(c.at("engine.rx_icmp_echo"), 0u) << host;
+    EXPECT_EQ(c.at("engine.rx_other"), 0u) << host << ": frames that are not uroce's got in";
+  }
+
+  test::TestbedPair bed_{{.tag = "un", .netdev = true, .stats_file = true}};
+  bool attached_ = false;
+  std::unique_ptr<Child> daemons_[2];
+};
+
+TEST_F(Netdev, IbvDevinfoShowsTheInterfacesAddressesAsGids) {
+  Child c(bed_.over_uroce('a', "ibv_devinfo -v -d uroce0"), bed_.dir() + "/devinfo.log");
+  ASSERT_EQ(c.wait(60s), 0) << c.output();
+  const std::string out = c.output();
+  for (const char* want :
+       {R"(state:\s+PORT_ACTIVE)", R"(GID\[\s*0\]:\s+fe80::[0-9a-f:]+, RoCE v2)",
+        R"(GID\[\s*1\]:\s+::ffff:10\.78\.0\.1, RoCE v2)", R"(GID\[\s*2\]:\s+fd78::1, RoCE v2)"})
+    EXPECT_TRUE(std::regex_search(out, std::regex(want))) << "no " << want << " in\n" << out;
+  // GID 0 is the kernel's own link-local address (EUI-64 of the MAC).
+  Child ll(in('a', "ip -6 -o addr show dev eth scope link"), bed_.dir() + "/ll.log");
+  ASSERT_EQ(ll.wait(10s), 0);
+  std::smatch m;
+  const std::string addrs = ll.output();
+  ASSERT_TRUE(std::regex_search(addrs, m, std::regex(R"(inet6 (fe80::[0-9a-f:]+)/64)"))) << addrs;
+  EXPECT_NE(out.find("GID[  0]:\t\t" + m[1].str()), std::string::npos)
+      << "GID 0 is not " << m[1] << ":\n"
+      << out;
+}
+
+TEST_F(Netdev, IbWriteBw) { run(perftest("ib_write_bw", "-n 500", kBwLine)); }
+TEST_F(Netdev, IbSendLat) { run(perftest("ib_send_lat", "-n 500", kLatLine)); }
+TEST_F(Netdev, IbSendBwUd) { run(perftest("ib_send_bw", "-c UD -n 500", kBwLine)); }
+TEST_F(Netdev, IbWriteBwUc) { run(perftest("ib_write_bw", "-c UC -n 500", kBwLine)); }
+TEST_F(Netdev, IbWriteBwIpv6) {
+  Pair p = perftest("ib_write_bw", "-n 500 -x 2", kBwLine);
+  p.ipv6 = true;
+  run(p);
+}
+TEST_F(Netdev, RcPingpongIpv4Gid) { run(pingpong("ibv_rc_pingpong", 1, "-c")); }
+TEST_F(Netdev, RcPingpongLinkLocalGid) { run(pingpong("ibv_rc_pingpong", 0, "-c")); }
+TEST_F(Netdev, UdPingpong) { run(pingpong("ibv_ud_pingpong", 1, "-c")); }
+
+// The device daemon takes a netdev device too; its programs attach.
+TEST_F(Netdev, ThroughTheDeviceDaemon) {
+  ASSERT_EQ(bed_.start_daemons(daemons_), "");
+  attached_ = true;
+  run(perftest("ib_write_bw", "-n 500", kBwLine));
+}
+
+}  // namespace
+}  // namespace uroce
