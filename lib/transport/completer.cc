@@ -17,8 +17,8 @@ void Qp::complete_local_done() {
   // UC and UD WQEs complete once their last packet is out, in order.
   std::uint64_t head = sq_head_.load(std::memory_order_relaxed);
   while (head != req_.wqe && sq_at(head).done) {
-    complete_send(sq_at(head), WcStatus::kSuccess);
-    sq_head_.store(++head, std::memory_order_release);
+    retire_head(WcStatus::kSuccess);
+    ++head;
   }
 }
 
@@ -54,11 +54,10 @@ bool Qp::complete_acked(Psn psn, bool inclusive, Nanos now) {
       retry(comp_.psn, RetryCause::kImpliedNak, now);
       return comp_.psn != before;
     }
-    complete_send(wqe, WcStatus::kSuccess);
     comp_.psn = wqe.last_psn + 1;
-    // Releasing the slot hands it back to post_send: nothing reads the
-    // WQE after this store.
-    sq_head_.store(++head, std::memory_order_release);
+    // Nothing reads the WQE once its slot is back with post_send.
+    retire_head(WcStatus::kSuccess);
+    ++head;
   }
   return comp_.psn != before;
 }
@@ -66,11 +65,7 @@ bool Qp::complete_acked(Psn psn, bool inclusive, Nanos now) {
 void Qp::fail_head(WcStatus status) {
   // The WQE at the head fails with `status`; the QP enters the error
   // state and every other WQE is flushed (IBA 10.7.3).
-  const std::uint64_t head = sq_head_.load(std::memory_order_relaxed);
-  if (head != sq_tail()) {
-    complete_send(sq_at(head), status);
-    sq_head_.store(head + 1, std::memory_order_release);
-  }
+  if (sq_head_.load(std::memory_order_relaxed) != sq_tail()) retire_head(status);
   if (status == WcStatus::kRetryExcErr) counters_.inc(Counter::kRetryExceededErr);
   if (status == WcStatus::kRnrRetryExcErr) counters_.inc(Counter::kRetryRnrExceededErr);
   enter_error();
@@ -152,9 +147,8 @@ void Qp::on_read_response(const wire::RocePacket& pkt, SendWqe& wqe, Nanos now) 
   }
   comp_.psn = psn + 1;
   if (last) {
-    complete_send(wqe, WcStatus::kSuccess);
     --req_.rd_atomic;
-    sq_head_.store(sq_head_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    retire_head(WcStatus::kSuccess);
   }
   progress(now);
 }
@@ -171,9 +165,8 @@ void Qp::on_atomic_ack(const wire::RocePacket& pkt, SendWqe& wqe, Nanos now) {
   const std::uint64_t orig = pkt.ext.atomic_ack_eth.orig_remote_data;
   std::memcpy(ref.ptr, &orig, 8);
   comp_.psn = wqe.first_psn + 1;
-  complete_send(wqe, WcStatus::kSuccess);
   --req_.rd_atomic;
-  sq_head_.store(sq_head_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  retire_head(WcStatus::kSuccess);
   progress(now);
 }
 

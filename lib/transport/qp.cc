@@ -259,17 +259,26 @@ int Qp::post_recv(const RecvWr& wr) {
   return own_rq_.post(wr);
 }
 
-void Qp::complete_send(const SendWqe& wqe, WcStatus status) {
+void Qp::retire_head(WcStatus status) {
+  const std::uint64_t head = sq_head_.load(std::memory_order_relaxed);
+  const SendWqe& wqe = sq_at(head);
   const bool signaled = sq_sig_all_ || (wqe.wr.send_flags & send_flags::kSignaled);
   // Error completions are generated even for unsignaled WRs (IBA 10.7.3.1).
-  if (status == WcStatus::kSuccess && !signaled) return;
-  if (status != WcStatus::kSuccess) counters_.inc(Counter::kSendErr);
+  const bool report = status != WcStatus::kSuccess || signaled;
   Wc wc;
-  wc.wr_id = wqe.wr.wr_id;
-  wc.status = status;
-  wc.opcode = wc_opcode_of(wqe.wr.opcode);
-  wc.byte_len = wqe.length;
-  wc.qp_num = qpn_;
+  if (report) {
+    wc.wr_id = wqe.wr.wr_id;
+    wc.status = status;
+    wc.opcode = wc_opcode_of(wqe.wr.opcode);
+    wc.byte_len = wqe.length;
+    wc.qp_num = qpn_;
+  }
+  // The slot goes back to post_send before the completion is seen: a
+  // program that polls one CQE of a full queue may post one WR at once
+  // (qperf does). Nothing reads the WQE after this store.
+  sq_head_.store(head + 1, std::memory_order_release);
+  if (!report) return;
+  if (status != WcStatus::kSuccess) counters_.inc(Counter::kSendErr);
   if (!send_cq_ || !send_cq_->push(wc)) lost_completion();
 }
 
@@ -311,10 +320,7 @@ void Qp::flush() {
   // qp_num mean anything in them.
   std::uint64_t head = sq_head_.load(std::memory_order_relaxed);
   const std::uint64_t tail = sq_tail();
-  for (; head != tail; ++head) {
-    complete_send(sq_at(head), WcStatus::kWrFlushErr);
-    sq_head_.store(head + 1, std::memory_order_release);
-  }
+  for (; head != tail; ++head) retire_head(WcStatus::kWrFlushErr);
   req_.wqe = head;
   jobs_count_ = 0;
   if (resp_.recv_taken) {

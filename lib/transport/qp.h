@@ -189,7 +189,9 @@ class Qp {
   // qp.cc
   bool transition_allowed(QpState from, QpState to, unsigned mask) const;
   void reset_state();
-  void complete_send(const SendWqe& wqe, WcStatus status);
+  /// Completes the WQE at the head of the send queue with `status` and
+  /// hands its slot back.
+  void retire_head(WcStatus status);
   void complete_recv(const RecvWr& wr, WcStatus status, WcOpcode opcode, std::uint32_t byte_len,
                      unsigned flags, std::uint32_t imm, std::uint32_t src_qp,
                      bool solicited = false, std::uint8_t sl = 0);

@@ -152,9 +152,8 @@ bool Qp::execute_local_ops() {
       fail_head(WcStatus::kLocQpOpErr);  // as rxe reports a failed LOCAL_INV
       return false;
     }
-    complete_send(wqe, WcStatus::kSuccess);
+    retire_head(WcStatus::kSuccess);
     ++req_.wqe;
-    sq_head_.store(req_.wqe, std::memory_order_release);
   }
   return false;
 }

@@ -104,6 +104,39 @@ TEST_F(QpTest, PostSendValidatesLikeLibibverbs) {
   EXPECT_EQ(qp_->post_send(w), EINVAL) << "UC has no READ";
 }
 
+// A WQE's slot is back with post_send before its completion can be
+// polled: a program keeping its send queue full (qperf posts one WR per
+// completion it polls) never gets ENOMEM. The CQ's notifier runs right
+// as the completion lands, and posts from there.
+TEST_F(QpTest, ASendQueueSlotIsFreeOnceItsCompletionIsVisible) {
+  auto data = bytes(8);
+  const SendWr w = send_wr(WrOpcode::kSend, data, 1);
+  for (int i = 0; i < 16; ++i) ASSERT_EQ(qp_->post_send(w), 0);
+  ASSERT_EQ(qp_->post_send(w), ENOMEM) << "send queue full";
+  ASSERT_EQ(drain().size(), 16u);
+  struct PostOnCompletion : CqNotifier {
+    void notify(Cq& cq) override {
+      Wc wc;
+      seen = cq.poll(&wc, 1);
+      rc = qp->post_send(*wr);
+    }
+    Qp* qp = nullptr;
+    const SendWr* wr = nullptr;
+    std::uint32_t seen = 0;
+    int rc = -1;
+  } poster;
+  poster.qp = qp_.get();
+  poster.wr = &w;
+  scq_.set_notifier(&poster);
+  scq_.arm(false);
+  wire::ExtHeaders ack;
+  ack.aeth = {AethSyndrome::ack(), 1};
+  deliver(Opcode::kRcAcknowledge, kOurPsn, ack);  // the first SEND only
+  EXPECT_EQ(poster.seen, 1u);
+  EXPECT_EQ(poster.rc, 0) << "the acknowledged WR's slot was still taken";
+  scq_.set_notifier(nullptr);
+}
+
 TEST_F(QpTest, ModifyFollowsTheIbaStateMachine) {
   QpInit init;
   init.type = QpType::kRc;
