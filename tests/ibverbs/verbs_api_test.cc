@@ -628,6 +628,8 @@ TEST_F(VerbsApi, ObjectsInUseCannotBeDestroyed) {
   EXPECT_EQ(ibv_destroy_srq(srq), 0);
   EXPECT_EQ(ibv_destroy_cq(cq), 0);
   EXPECT_EQ(ibv_destroy_comp_channel(ch), 0);
+  // rdma_destroy_qp on an id without a QP comes here with none.
+  EXPECT_EQ(ibv_destroy_qp(nullptr), EINVAL);
 }
 
 TEST_F(VerbsApi, CreationChecksItsArguments) {
