@@ -31,6 +31,8 @@ packages=(
   ucx-utils
   # Open MPI over UCX: mpirun, and mpicc for tests/mpi's job
   openmpi-bin libopenmpi-dev
+  # qperf -cm1 and libfabric's verbs provider (fi_pingpong), in netdev mode
+  qperf libfabric-bin
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev tshark iproute2 procps ethtool iputils-ping
   # the testbed's scenarios: tables, plots, a PFC storm from a raw socket
