@@ -16,6 +16,7 @@
 #include <memory>
 #include <regex>
 #include <string>
+#include <thread>
 
 #include "support/child.h"
 #include "support/pcap.h"
@@ -166,6 +167,26 @@ TEST_F(Netdev, IbvDevinfoShowsTheInterfacesAddressesAsGids) {
   EXPECT_NE(out.find("GID[  0]:\t\t" + m[1].str()), std::string::npos)
       << "GID 0 is not " << m[1] << ":\n"
       << out;
+}
+
+// The port follows the interface: `ip link set down` on it is the port's
+// error event, up again its active event.
+TEST_F(Netdev, TheInterfacesLinkIsThePortsState) {
+  Child watch(bed_.over_uroce('a', "stdbuf -oL ibv_asyncwatch -d uroce0", "UROCE_LOG=info"),
+              bed_.dir() + "/asyncwatch.log");
+  const auto saw = [&](const char* what) {
+    const auto end = std::chrono::steady_clock::now() + 20s;
+    while (watch.output().find(what) == std::string::npos && std::chrono::steady_clock::now() < end)
+      std::this_thread::sleep_for(50ms);
+    return watch.output().find(what) != std::string::npos;
+  };
+  ASSERT_TRUE(saw("uroce0: opened on")) << watch.output();
+  ASSERT_EQ(test::sh(in('a', "ip link set eth down")), 0);
+  EXPECT_TRUE(saw("IBV_EVENT_PORT_ERR")) << watch.output();
+  ASSERT_EQ(test::sh(in('a', "ip link set eth up")), 0);
+  EXPECT_TRUE(saw("IBV_EVENT_PORT_ACTIVE")) << watch.output();
+  watch.interrupt();
+  watch.wait(10s);
 }
 
 TEST_F(Netdev, IbWriteBw) { run(perftest("ib_write_bw", "-n 500", kBwLine)); }
