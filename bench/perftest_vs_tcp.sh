@@ -21,6 +21,7 @@
 # Run as root after building: bench/perftest_vs_tcp.sh [BUILD_DIR] [DURATION]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 
 build=${1:-build}
 duration=${2:-5}
@@ -41,51 +42,8 @@ trap cleanup EXIT
 a=${prefix}a
 b=${prefix}b
 
-wait_listen() {  # NAMESPACE PORT
-  for _ in $(seq 200); do
-    ip netns exec "$1" ss -Hltn "sport = :$2" | grep -q LISTEN && return
-    sleep 0.05
-  done
-}
-
-# perftest result columns: bw "<bytes> <iters> <peak> <average> <rate>",
-# lat "<bytes> <iters> <min> <max> <typical> ..."
-bw_of() { awk '$1 == 65536 && NF >= 5 { v = $4 } END { print v }' "$1"; }
-lat_of() { awk '$1 == 2 && NF >= 7 { v = $5 } END { print v }' "$1"; }
-
-perftest_pair() {  # OUT_PREFIX SERVER_PREFIX CLIENT_PREFIX PEER TOOL ARGS...
-  local out=$1 sp=$2 cp=$3 peer=$4 ns_s
-  shift 4
-  ns_s=$(awk '{print $4}' <<<"$sp")
-  $sp "$@" >"$out.server" 2>&1 &
-  local pid=$!
-  wait_listen "$ns_s" 18515
-  $cp "$@" "$peer" >"$out.client" 2>&1
-  wait "$pid"
-}
-
 uroce_in() {  # NAMESPACE IP PORT...
   echo "ip netns exec $1 $run --port $3 --ip $2/24 --"
-}
-
-wait_udp() {  # NAMESPACE PORT
-  for _ in $(seq 200); do
-    ip netns exec "$1" ss -Hlun "sport = :$2" | grep -q . && return
-    sleep 0.05
-  done
-}
-
-# One sockperf ping-pong: OUT SERVER_NS CLIENT_NS IP PORT MODE_ARGS...
-sockperf_pp() {
-  local out=$1 sns=$2 cns=$3 ip=$4 port=$5
-  shift 5
-  ip netns exec "$sns" sockperf sr -i "$ip" -p "$port" "$@" >/dev/null 2>&1 &
-  local sp=$!
-  if [[ " $* " == *" --tcp "* ]]; then wait_listen "$sns" "$port"; else wait_udp "$sns" "$port"; fi
-  ip netns exec "$cns" sockperf pp -i "$ip" -p "$port" -m 14 -t "$duration" "$@" \
-    >"$out" 2>&1 || true
-  kill "$sp" 2>/dev/null
-  wait "$sp" 2>/dev/null || true
 }
 
 # Spinning UDP, spinning TCP and blocking TCP: SERVER_NS CLIENT_NS IP PORT OUT
@@ -156,12 +114,6 @@ wait
 sockperf_runs "$a" "$a" 127.0.0.1 11121 "$work/lo"
 
 # --- the table ---------------------------------------------------------------
-iperf_gbps() {
-  python3 -c 'import json,sys; print("%.2f" % (json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 1e9))' "$1"
-}
-sockperf_p50() { awk '/percentile 50.000 =/ { print $NF }' "$1"; }
-ratio() { awk -v x="$1" -v y="$2" 'BEGIN { if (x == "" || y == "" || y == 0) print "-"; else printf "%.2fx", x / y }'; }
-row() { printf "%-50s %12s %16s\n" "$@"; }
 
 # A uroce link against its kernel baseline: LABEL UROCE_PREFIX KERNEL_PREFIX
 # KERNEL_LABEL

@@ -1,0 +1,57 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Helpers the side-by-side benchmarks share; sourced, not run. Callers set
+# $duration (seconds of each timed run).
+
+wait_listen() {  # NAMESPACE PORT: until a TCP socket listens there (10 s at most)
+  for _ in $(seq 200); do
+    ip netns exec "$1" ss -Hltn "sport = :$2" | grep -q LISTEN && return
+    sleep 0.05
+  done
+}
+
+wait_udp() {  # NAMESPACE PORT: until a UDP socket is bound there
+  for _ in $(seq 200); do
+    ip netns exec "$1" ss -Hlun "sport = :$2" | grep -q . && return
+    sleep 0.05
+  done
+}
+
+# perftest result columns: bw "<bytes> <iters> <peak> <average> <rate>",
+# lat "<bytes> <iters> <min> <max> <typical> ..."
+bw_of() { awk '$1 == 65536 && NF >= 5 { v = $4 } END { print v }' "$1"; }
+lat_of() { awk '$1 == 2 && NF >= 7 { v = $5 } END { print v }' "$1"; }
+
+# One perftest pair, the server's TCP exchange on 18515:
+# OUT_PREFIX SERVER_PREFIX CLIENT_PREFIX PEER TOOL ARGS...
+# (a prefix is "ip netns exec NS ...": its fourth word is the namespace)
+perftest_pair() {
+  local out=$1 sp=$2 cp=$3 peer=$4 ns_s
+  shift 4
+  ns_s=$(awk '{print $4}' <<<"$sp")
+  $sp "$@" >"$out.server" 2>&1 &
+  local pid=$!
+  wait_listen "$ns_s" 18515
+  $cp "$@" "$peer" >"$out.client" 2>&1
+  wait "$pid"
+}
+
+# One sockperf ping-pong of 14-byte messages: OUT SERVER_NS CLIENT_NS IP
+# PORT MODE_ARGS...
+sockperf_pp() {
+  local out=$1 sns=$2 cns=$3 ip=$4 port=$5
+  shift 5
+  ip netns exec "$sns" sockperf sr -i "$ip" -p "$port" "$@" >/dev/null 2>&1 &
+  local sp=$!
+  if [[ " $* " == *" --tcp "* ]]; then wait_listen "$sns" "$port"; else wait_udp "$sns" "$port"; fi
+  ip netns exec "$cns" sockperf pp -i "$ip" -p "$port" -m 14 -t "$duration" "$@" \
+    >"$out" 2>&1 || true
+  kill "$sp" 2>/dev/null
+  wait "$sp" 2>/dev/null || true
+}
+
+iperf_gbps() {  # IPERF3_JSON
+  python3 -c 'import json,sys; print("%.2f" % (json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 1e9))' "$1"
+}
+sockperf_p50() { awk '/percentile 50.000 =/ { print $NF }' "$1"; }
+ratio() { awk -v x="$1" -v y="$2" 'BEGIN { if (x == "" || y == "" || y == 0) print "-"; else printf "%.2fx", x / y }'; }
+row() { printf "%-50s %12s %16s\n" "$@"; }
