@@ -4,6 +4,7 @@
 // (through its driver), engine and poll thread behind a uroce device.
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -92,6 +93,20 @@ void close_all() {
   }
 }
 
+// In a child of fork(), a device attached to uroced is the parent's: its
+// rings, its daemon connection and (not in the child) its poll thread.
+// The child forgets it (leaked: it is the parent's to end) and attaches
+// anew on first use, as a program of its own.
+void forget_in_child() {
+  for (UDevice* u : devices()) {
+    new (&u->mu) std::mutex();
+    if (u->dev && daemon::is_daemon_device(u->cfg)) {
+      (void)u->dev.release();
+      u->opens = 0;
+    }
+  }
+}
+
 }  // namespace
 
 std::optional<wire::MacAddr> mac_before_open(const DeviceConfig& dc) {
@@ -144,7 +159,10 @@ verbs::Device* open_device(UDevice* u) {
       d->add_link_listener([show](verbs::Device::PortEvent) { show(); });
     }
     static std::once_flag at_exit;
-    std::call_once(at_exit, [] { std::atexit(close_all); });
+    std::call_once(at_exit, [] {
+      std::atexit(close_all);
+      pthread_atfork(nullptr, nullptr, forget_in_child);
+    });
   }
   return u->dev.get();
 }
