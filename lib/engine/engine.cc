@@ -333,7 +333,10 @@ bool Engine::loops_back(const port::TxFrame& f) const {
   const wire::FrameClass c = wire::classify(wire::ConstBytes(f.room.data(), f.length));
   const std::size_t bth = c.l4_offset() + wire::UdpHdr::kSize;
   if (c.l4_proto != wire::ip_proto::kUdp || f.length < bth + wire::kBthSize) return false;
-  return qps_.contains(wire::load_be24(f.room.data() + bth + 5));
+  // QP 1 is the host's: a MAD to the device's own address may be for
+  // another program's CM (a listener of the host), which the daemon knows.
+  const std::uint32_t dest = wire::load_be24(f.room.data() + bth + 5);
+  return dest != 1 && qps_.contains(dest);
 }
 
 void Engine::transmit(port::TxFrame* frames, std::uint16_t n) {
