@@ -117,7 +117,9 @@ bool write_sysfs_device(const UDevice& u) {
     log::get().warn("{}: no sysfs tree: {}", dc.name, mac ? err : "the port's MAC is unknown");
     return false;
   }
-  const std::string ifname = interface_of(dc.port);
+  // A netdev device's interface is its netdev, a daemon's device included
+  // (its port names the daemon, not the interface).
+  const std::string ifname = dc.netdev.empty() ? interface_of(dc.port) : dc.netdev;
   const std::string guid = guid_text(*mac) + "\n";
   bool ok = make_dir(d) && make_dir(d + "/device") && make_dir(d + "/device/net") &&
             make_dir(d + "/ports") && make_dir(d + "/ports/1") && make_dir(d + "/ports/1/gids") &&

@@ -162,7 +162,12 @@ DeviceConfig read_device(const TomlReader& t, std::size_t index) {
   dev.name = t.string("name").value_or("uroce" + std::to_string(index));
   dev.netdev = t.string("netdev").value_or("");
   const auto port = t.string("port");
-  if (!dev.netdev.empty()) {
+  if (!dev.netdev.empty() && port && port->starts_with("uroced:")) {
+    // A device daemon's netdev device, as the daemon describes it to its
+    // programs: the addresses it read from the interface.
+    dev.port = *port;
+    for (const std::string& ip : t.strings("ip")) dev.ip.push_back(parse_prefix(t, ip));
+  } else if (!dev.netdev.empty()) {
     // Netdev mode: the interface's addresses, read now, in the namespace
     // the program runs in.
     if (!t.strings("ip").empty())

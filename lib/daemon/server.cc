@@ -169,7 +169,7 @@ std::string Server::devices_toml() const {
   for (const Device& d : devices_) {
     const DeviceConfig& dc = d.cfg;
     out += "[[device]]\nname = " + quoted(dc.name) + "\nport = " + quoted("uroced:" + dc.name) +
-           "\nip = [";
+           (dc.netdev.empty() ? "" : "\nnetdev = " + quoted(dc.netdev)) + "\nip = [";
     for (std::size_t i = 0; i < dc.ip.size(); ++i)
       out += (i ? ", " : "") + quoted(dc.ip[i].address + "/" + std::to_string(dc.ip[i].prefix));
     out += "]\nmtu = " + std::to_string(d.port->mtu()) + "\ndscp = " + std::to_string(dc.dscp) +
