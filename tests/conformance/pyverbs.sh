@@ -15,7 +15,12 @@
 # back afterwards. UROCE_PYVERBS_PRELOAD names libraries to preload into
 # the suite's python ahead of uroce (a sanitizer's runtime). With MODE
 # daemon the device is a device daemon's (uroced in the namespace), the
-# suite attached to it; the counts go to RESULTS/daemon/MODULE.
+# suite attached to it; the counts go to RESULTS/daemon/MODULE. With MODE
+# netdev the veth has the kernel address 10.77.0.1, the daemon's device is
+# a netdev device on it and the suite sees it in sysfs (uroce-run --sysfs),
+# as test_rdmacm needs: it finds the device's interface there, takes the
+# interface's address, and forks both sides of each connection onto the
+# device. The counts go to RESULTS/netdev/MODULE.
 #   tests/conformance/pyverbs.sh BIN_DIR MODULE RESULTS [HUGEPAGES [MODE]]
 set -euo pipefail
 
@@ -24,7 +29,7 @@ module=$2
 results=$3
 hugepages=${4:-0}
 mode=${5:-inproc}
-if [[ $mode == daemon ]]; then results=$results/daemon; fi
+if [[ $mode != inproc ]]; then results=$results/$mode; fi
 mkdir -p "$results"
 rm -f "$results/$module"
 nr_huge=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
@@ -61,14 +66,20 @@ ip -n "$ns" link add rdma type veth peer name peer
 ip -n "$ns" link set lo up
 ip -n "$ns" link set rdma up
 ip -n "$ns" link set peer up
+if [[ $mode == netdev ]]; then ip -n "$ns" addr add 10.77.0.1/24 dev rdma; fi
 
 status=0
 preload=()
 if [[ -n ${UROCE_PYVERBS_PRELOAD:-} ]]; then preload=(env "LD_PRELOAD=$UROCE_PYVERBS_PRELOAD"); fi
 device=(--port net_af_packet0,iface=rdma --ip 10.77.0.1/24)
-if [[ $mode == daemon ]]; then
-  printf '[[device]]\nname = "uroce0"\nport = "net_af_packet0,iface=rdma"\nip = ["10.77.0.1/24"]\n[daemon]\nsocket = "%s"\n' \
-    "$work/uroced.sock" >"$work/uroced.toml"
+if [[ $mode != inproc ]]; then
+  if [[ $mode == netdev ]]; then
+    printf '[[device]]\nname = "uroce0"\nnetdev = "rdma"\n[daemon]\nsocket = "%s"\n' \
+      "$work/uroced.sock" >"$work/uroced.toml"
+  else
+    printf '[[device]]\nname = "uroce0"\nport = "net_af_packet0,iface=rdma"\nip = ["10.77.0.1/24"]\n[daemon]\nsocket = "%s"\n' \
+      "$work/uroced.sock" >"$work/uroced.toml"
+  fi
   ip netns exec "$ns" "$bin/uroced" --config "$work/uroced.toml" >"$work/uroced.log" 2>&1 &
   daemon_pid=$!
   for _ in $(seq 200); do
@@ -82,6 +93,7 @@ if [[ $mode == daemon ]]; then
   fi
   preload+=(env "UROCE_DAEMON_SOCKET=$work/uroced.sock")
   device=()
+  if [[ $mode == netdev ]]; then device=(--sysfs); fi
 fi
 ip netns exec "$ns" "${preload[@]}" "$bin/uroce-run" "${device[@]}" -- \
   /usr/bin/python3 "$work/tests/run_tests.py" --dev uroce0 --gid 1 -v "$module" \

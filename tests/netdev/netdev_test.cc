@@ -261,6 +261,23 @@ TEST_F(NetdevMiddleware, FiPingpongVerbsRxm) {
            R"(\n1m\s+100\s+=100\s)");
 }
 
+// Two programs of one host, one device: the daemon's. The client's CM
+// request goes to the host's own address and the daemon hands it to the
+// program that listens (not back to the client's own CM).
+TEST_F(NetdevMiddleware, RpingBetweenTwoProgramsOfOneHost) {
+  ASSERT_EQ(bed_.start_daemons(daemons_), "");
+  const std::string dir = bed_.dir();
+  Child server(bed_.attached('b', "rping -s -a 10.78.0.2 -V -C 20"), dir + "/server.log");
+  // Until the server listens a request is rejected (REJ 8): ask again.
+  Child client(bed_.attached('b',
+                             "sh -c 'for i in 1 2 3 4 5 6 7 8 9 10; do rping -c -a 10.78.0.2 "
+                             "-V -v -C 20 && exit 0; sleep 0.5; done; exit 1'"),
+               dir + "/client.log");
+  EXPECT_EQ(client.wait(60s), 0) << client.output() << "\nserver:\n" << server.output();
+  EXPECT_EQ(server.wait(30s), 0) << server.output();
+  EXPECT_NE(client.output().find("ping data: rdma-ping-19"), std::string::npos) << client.output();
+}
+
 // The device daemon takes a netdev device too; its programs attach.
 TEST_F(Netdev, ThroughTheDeviceDaemon) {
   ASSERT_EQ(bed_.start_daemons(daemons_), "");
