@@ -15,10 +15,9 @@ using wire::Psn;
 
 void Qp::complete_local_done() {
   // UC and UD WQEs complete once their last packet is out, in order.
-  std::uint64_t head = sq_head_.load(std::memory_order_relaxed);
-  while (head != req_.wqe && sq_at(head).done) {
-    retire_head(WcStatus::kSuccess);
-    ++head;
+  for (std::uint64_t head = sq_head_.load(std::memory_order_relaxed);
+       head != req_.wqe && sq_at(head).done; head = sq_head_.load(std::memory_order_relaxed)) {
+    if (!retire_head(WcStatus::kSuccess)) return;
   }
 }
 
@@ -56,7 +55,7 @@ bool Qp::complete_acked(Psn psn, bool inclusive, Nanos now) {
     }
     comp_.psn = wqe.last_psn + 1;
     // Nothing reads the WQE once its slot is back with post_send.
-    retire_head(WcStatus::kSuccess);
+    if (!retire_head(WcStatus::kSuccess)) break;
     ++head;
   }
   return comp_.psn != before;
@@ -65,7 +64,8 @@ bool Qp::complete_acked(Psn psn, bool inclusive, Nanos now) {
 void Qp::fail_head(WcStatus status) {
   // The WQE at the head fails with `status`; the QP enters the error
   // state and every other WQE is flushed (IBA 10.7.3).
-  if (sq_head_.load(std::memory_order_relaxed) != sq_tail()) retire_head(status);
+  // (A full CQ ends the QP inside: enter_error below then finds it ended.)
+  if (sq_head_.load(std::memory_order_relaxed) != sq_tail()) (void)retire_head(status);
   if (status == WcStatus::kRetryExcErr) counters_.inc(Counter::kRetryExceededErr);
   if (status == WcStatus::kRnrRetryExcErr) counters_.inc(Counter::kRetryRnrExceededErr);
   enter_error();
@@ -148,7 +148,7 @@ void Qp::on_read_response(const wire::RocePacket& pkt, SendWqe& wqe, Nanos now) 
   comp_.psn = psn + 1;
   if (last) {
     --req_.rd_atomic;
-    retire_head(WcStatus::kSuccess);
+    if (!retire_head(WcStatus::kSuccess)) return;
   }
   progress(now);
 }
@@ -166,7 +166,7 @@ void Qp::on_atomic_ack(const wire::RocePacket& pkt, SendWqe& wqe, Nanos now) {
   std::memcpy(ref.ptr, &orig, 8);
   comp_.psn = wqe.first_psn + 1;
   --req_.rd_atomic;
-  retire_head(WcStatus::kSuccess);
+  if (!retire_head(WcStatus::kSuccess)) return;
   progress(now);
 }
 

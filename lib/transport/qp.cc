@@ -259,7 +259,7 @@ int Qp::post_recv(const RecvWr& wr) {
   return own_rq_.post(wr);
 }
 
-void Qp::retire_head(WcStatus status) {
+bool Qp::retire_head(WcStatus status) {
   const std::uint64_t head = sq_head_.load(std::memory_order_relaxed);
   const SendWqe& wqe = sq_at(head);
   const bool signaled = sq_sig_all_ || (wqe.wr.send_flags & send_flags::kSignaled);
@@ -277,9 +277,12 @@ void Qp::retire_head(WcStatus status) {
   // program that polls one CQE of a full queue may post one WR at once
   // (qperf does). Nothing reads the WQE after this store.
   sq_head_.store(head + 1, std::memory_order_release);
-  if (!report) return;
+  if (!report) return true;
   if (status != WcStatus::kSuccess) counters_.inc(Counter::kSendErr);
-  if (!send_cq_ || !send_cq_->push(wc)) lost_completion();
+  if (send_cq_ && send_cq_->push(wc)) return true;
+  // A full CQ: the QP is in the error state now and its queue flushed.
+  lost_completion();
+  return false;
 }
 
 void Qp::complete_recv(const RecvWr& wr, WcStatus status, WcOpcode opcode, std::uint32_t byte_len,
@@ -320,7 +323,9 @@ void Qp::flush() {
   // qp_num mean anything in them.
   std::uint64_t head = sq_head_.load(std::memory_order_relaxed);
   const std::uint64_t tail = sq_tail();
-  for (; head != tail; ++head) retire_head(WcStatus::kWrFlushErr);
+  // Flush completions the CQ has no room for are lost; the QP is in the
+  // error state already.
+  for (; head != tail; ++head) (void)retire_head(WcStatus::kWrFlushErr);
   req_.wqe = head;
   jobs_count_ = 0;
   if (resp_.recv_taken) {

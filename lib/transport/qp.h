@@ -190,8 +190,10 @@ class Qp {
   bool transition_allowed(QpState from, QpState to, unsigned mask) const;
   void reset_state();
   /// Completes the WQE at the head of the send queue with `status` and
-  /// hands its slot back.
-  void retire_head(WcStatus status);
+  /// hands its slot back. False when the completion found its CQ full: the
+  /// QP is then in the error state and its send queue flushed, so the
+  /// caller stops walking it.
+  [[nodiscard]] bool retire_head(WcStatus status);
   void complete_recv(const RecvWr& wr, WcStatus status, WcOpcode opcode, std::uint32_t byte_len,
                      unsigned flags, std::uint32_t imm, std::uint32_t src_qp,
                      bool solicited = false, std::uint8_t sl = 0);

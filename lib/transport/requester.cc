@@ -152,7 +152,7 @@ bool Qp::execute_local_ops() {
       fail_head(WcStatus::kLocQpOpErr);  // as rxe reports a failed LOCAL_INV
       return false;
     }
-    retire_head(WcStatus::kSuccess);
+    if (!retire_head(WcStatus::kSuccess)) return false;
     ++req_.wqe;
   }
   return false;
