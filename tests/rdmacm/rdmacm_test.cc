@@ -323,6 +323,13 @@ TEST_F(Rdmacm, RstreamOverRsockets) {
        R"(custom\s+64k\s+200\s+1\s+)"});
 }
 
+TEST_F(Rdmacm, RiostreamOverRsocketsIoMaps) {
+  // rsockets' riomap: the receiver maps its buffer for the sender's RDMA
+  // writes (riowrite) instead of taking SENDs.
+  run({"riostream -b 10.77.0.2 -S 65536 -C 200", "riostream -s 10.77.0.2 -S 65536 -C 200",
+       R"(custom\s+64k\s+200\s+1\s+)"});
+}
+
 // perftest prints one result line per size: "<bytes> <iterations> ...".
 const std::string kBwLine = R"(\n\s*\d+\s+\d+\s+[0-9.]+\s+[0-9.]*[1-9][0-9.]*\s+[0-9.]+)";
 const std::string kLatLine = R"(\n\s*\d+\s+\d+\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+)";
