@@ -35,15 +35,16 @@ perftest_pair() {
   wait "$pid"
 }
 
-# One sockperf ping-pong of 14-byte messages: OUT SERVER_NS CLIENT_NS IP
-# PORT MODE_ARGS...
+# One sockperf ping-pong of 14-byte messages, spinning at both ends
+# (--nonblocked), as perftest spins on its CQ: OUT SERVER_NS CLIENT_NS IP
+# PORT [--tcp]
 sockperf_pp() {
   local out=$1 sns=$2 cns=$3 ip=$4 port=$5
   shift 5
-  ip netns exec "$sns" sockperf sr -i "$ip" -p "$port" "$@" >/dev/null 2>&1 &
+  ip netns exec "$sns" sockperf sr -i "$ip" -p "$port" --nonblocked "$@" >/dev/null 2>&1 &
   local sp=$!
   if [[ " $* " == *" --tcp "* ]]; then wait_listen "$sns" "$port"; else wait_udp "$sns" "$port"; fi
-  ip netns exec "$cns" sockperf pp -i "$ip" -p "$port" -m 14 -t "$duration" "$@" \
+  ip netns exec "$cns" sockperf pp -i "$ip" -p "$port" -m 14 -t "$duration" --nonblocked "$@" \
     >"$out" 2>&1 || true
   kill "$sp" 2>/dev/null
   wait "$sp" 2>/dev/null || true

@@ -45,7 +45,7 @@ kernel_round() {  # OUT_PREFIX PORT
   wait_listen "$nb" "$2"
   ip netns exec "$na" iperf3 -c 10.78.0.2 -p "$2" -t "$duration" -l 64K -J >"$1-iperf.json"
   wait "$server"
-  sockperf_pp "$1-udp-spin" "$nb" "$na" 10.78.0.2 $(($2 + 10)) --nonblocked
+  sockperf_pp "$1-udp-spin" "$nb" "$na" 10.78.0.2 $(($2 + 10))
 }
 kernel_round "$work/kernel" 5201
 # The same with a uroce device open at both ends (ibv_asyncwatch waits

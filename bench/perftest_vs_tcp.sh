@@ -16,8 +16,8 @@
 # bytes; ib_send_lat sends 2). perftest spins on its CQ, so the kernel's
 # figures that it is compared with spin too (sockperf --nonblocked, both
 # ends): UDP, which crosses the kernel once each way as uroce's packet
-# socket does, and TCP. Blocking TCP is printed as well, labelled: it
-# measures how long the machine takes to wake a thread, not the network.
+# socket does, and TCP. Never a blocking socket: its latency is how long
+# the machine takes to wake a thread, not the network.
 # Run as root after building: bench/perftest_vs_tcp.sh [BUILD_DIR] [DURATION]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,11 +46,10 @@ uroce_in() {  # NAMESPACE IP PORT...
   echo "ip netns exec $1 $run --port $3 --ip $2/24 --"
 }
 
-# Spinning UDP, spinning TCP and blocking TCP: SERVER_NS CLIENT_NS IP PORT OUT
+# Spinning UDP and spinning TCP: SERVER_NS CLIENT_NS IP PORT OUT
 sockperf_runs() {
-  sockperf_pp "$5-udp-spin" "$1" "$2" "$3" "$4" --nonblocked
-  sockperf_pp "$5-tcp-spin" "$1" "$2" "$3" $(($4 + 1)) --tcp --nonblocked
-  sockperf_pp "$5-tcp-block" "$1" "$2" "$3" $(($4 + 2)) --tcp
+  sockperf_pp "$5-udp-spin" "$1" "$2" "$3" "$4"
+  sockperf_pp "$5-tcp-spin" "$1" "$2" "$3" $(($4 + 1)) --tcp
 }
 
 # --- veth, at each MTU: uroce over net_af_packet, then kernel TCP --------
@@ -118,19 +117,17 @@ sockperf_runs "$a" "$a" 127.0.0.1 11121 "$work/lo"
 # A uroce link against its kernel baseline: LABEL UROCE_PREFIX KERNEL_PREFIX
 # KERNEL_LABEL
 compare() {
-  local bw lat tbw udp tcp blk
+  local bw lat tbw udp tcp
   bw=$(bw_of "$2-bw.client")
   lat=$(lat_of "$2-lat.client")
   tbw=$(iperf_gbps "$3-iperf.json")
   udp=$(sockperf_p50 "$3-udp-spin")
   tcp=$(sockperf_p50 "$3-tcp-spin")
-  blk=$(sockperf_p50 "$3-tcp-block")
   row "ib_write_bw / ib_send_lat, uroce, $1" "$bw" "$lat"
   row "iperf3 TCP / sockperf UDP spinning, $4" "$tbw" "$udp"
   row "  uroce / kernel" "$(ratio "$bw" "$tbw")" "$(ratio "$lat" "$udp")"
   row "sockperf TCP spinning, $4" "" "$tcp"
   row "  uroce / spinning TCP" "" "$(ratio "$lat" "$tcp")"
-  row "sockperf TCP blocking (wake-up bound), $4" "" "$blk"
 }
 
 echo
