@@ -30,7 +30,7 @@ namespace {
 constexpr std::uint32_t kTxBudget = 32;
 static_assert(kTxBudget <= port::kMaxTxBurst);
 
-constexpr std::uint32_t kGsiQpn = 1;
+using wire::kGsiQpn;
 
 // Comm IDs remembered per program, at most (each connection has one).
 constexpr std::size_t kMaxCommIds = 65536;

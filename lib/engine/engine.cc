@@ -328,15 +328,15 @@ void Engine::send_frames(port::TxFrame* frames, std::uint16_t n) {
 bool Engine::loops_back(const port::TxFrame& f) const {
   if (!self_.to_self(f)) return false;
   if (!shared_) return true;
-  // Ours when the BTH names one of our QPs (QP 1 included); the rest of
-  // what goes to the device's addresses is the daemon's to deliver.
+  // Ours when the BTH names one of our QPs; the rest of what goes to the
+  // device's addresses is the daemon's to deliver. QP 1 is the host's: a
+  // MAD to the device's own address may be for another program's CM (a
+  // listener of the host), which the daemon knows.
   const wire::FrameClass c = wire::classify(wire::ConstBytes(f.room.data(), f.length));
   const std::size_t bth = c.l4_offset() + wire::UdpHdr::kSize;
   if (c.l4_proto != wire::ip_proto::kUdp || f.length < bth + wire::kBthSize) return false;
-  // QP 1 is the host's: a MAD to the device's own address may be for
-  // another program's CM (a listener of the host), which the daemon knows.
   const std::uint32_t dest = wire::load_be24(f.room.data() + bth + 5);
-  return dest != 1 && qps_.contains(dest);
+  return dest != wire::kGsiQpn && qps_.contains(dest);
 }
 
 void Engine::transmit(port::TxFrame* frames, std::uint16_t n) {

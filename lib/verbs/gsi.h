@@ -40,6 +40,7 @@
 #include "transport/cq.h"
 #include "transport/memory.h"
 #include "transport/qp.h"
+#include "wire/ib_headers.h"
 
 namespace uroce::verbs {
 
@@ -168,7 +169,7 @@ class Gsi final : private cm::MadSender, private transport::CqNotifier {
   }
 
   /// QP 1's QPN and Q_Key (IBA 13.4.6.4).
-  static constexpr std::uint32_t kQpn = 1;
+  static constexpr std::uint32_t kQpn = wire::kGsiQpn;
   /// Receive buffers: one GRH and one MAD each.
   static constexpr std::uint32_t kRecvBuffers = 128;
   static constexpr std::uint32_t kBufferSize = transport::kGrhSize + cm::kMadSize;

@@ -17,6 +17,9 @@ namespace uroce::wire {
 inline constexpr std::uint16_t kDefaultPkey = 0xFFFF;
 inline constexpr std::uint32_t kGsiQkey = 0x80010000;
 inline constexpr std::uint32_t kMulticastQpn = 0xFFFFFF;
+/// QP 1, the General Services Interface: where management datagrams (the
+/// CM's MADs) go (IBA 3.10.1).
+inline constexpr std::uint32_t kGsiQpn = 1;
 
 /// Base Transport Header (12 bytes).
 struct Bth {
