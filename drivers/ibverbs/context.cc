@@ -167,10 +167,10 @@ int ibv_query_port(ibv_context* context, uint8_t port_num, _compat_ibv_port_attr
 int ibv_query_gid(ibv_context* context, uint8_t port_num, int index, ibv_gid* gid) {
   UContext* c = ours(context);
   if (!c) UROCE_FORWARD(ibv_query_gid, "IBVERBS_1.1", ENOSYS, context, port_num, index, gid);
-  const auto& gids = c->dev->gids();
+  const auto gids = c->dev->gids();
   if (port_num != 1 || index < 0 || !gid) return EINVAL;
-  // Past the configured addresses the table is empty: zero GIDs, as a
-  // kernel device reports its unused entries.
+  // An empty entry, and the table past the last address, is the zero GID,
+  // as a kernel device reports its unused entries.
   std::memset(gid->raw, 0, sizeof(gid->raw));
   if (static_cast<std::size_t>(index) < gids.size())
     std::memcpy(gid->raw, gids[static_cast<std::size_t>(index)].bytes.data(), 16);
@@ -183,9 +183,9 @@ int _ibv_query_gid_ex(ibv_context* context, uint32_t port_num, uint32_t gid_inde
   if (!c)
     UROCE_FORWARD(_ibv_query_gid_ex, "IBVERBS_1.11", ENOSYS, context, port_num, gid_index, entry,
                   flags, entry_size);
-  const auto& gids = c->dev->gids();
+  const auto gids = c->dev->gids();
   if (port_num != 1 || flags != 0 || !entry) return EINVAL;
-  if (gid_index >= gids.size()) return ENODATA;
+  if (gid_index >= gids.size() || gids[gid_index] == uroce::wire::IpAddr{}) return ENODATA;
   ibv_gid_entry e{};
   std::memcpy(e.gid.raw, gids[gid_index].bytes.data(), 16);
   e.gid_index = gid_index;
@@ -202,15 +202,20 @@ ssize_t _ibv_query_gid_table(ibv_context* context, ibv_gid_entry* entries, size_
   if (!c)
     UROCE_FORWARD(_ibv_query_gid_table, "IBVERBS_1.11", -ENOSYS, context, entries, max_entries,
                   flags, entry_size);
-  const auto& gids = c->dev->gids();
+  const auto gids = c->dev->gids();
   if (flags != 0 || entry_size < sizeof(ibv_gid_entry)) return -EINVAL;
-  if (max_entries < gids.size()) return -EINVAL;
+  // The entries in use, as the kernel's table query returns them.
+  const auto used = static_cast<std::size_t>(std::count_if(
+      gids.begin(), gids.end(), [](const auto& g) { return g != uroce::wire::IpAddr{}; }));
+  if (max_entries < used) return -EINVAL;
   auto* out = reinterpret_cast<char*>(entries);
+  std::size_t n = 0;
   for (std::size_t i = 0; i < gids.size(); ++i) {
+    if (gids[i] == uroce::wire::IpAddr{}) continue;
     _ibv_query_gid_ex(context, 1, static_cast<uint32_t>(i),
-                      reinterpret_cast<ibv_gid_entry*>(out + i * entry_size), 0, entry_size);
+                      reinterpret_cast<ibv_gid_entry*>(out + n++ * entry_size), 0, entry_size);
   }
-  return static_cast<ssize_t>(gids.size());
+  return static_cast<ssize_t>(n);
 }
 
 // Private to rdma-core's own tools (ibv_devinfo -v imports it): the GID
@@ -219,7 +224,9 @@ int ibv_query_gid_type(ibv_context* context, uint8_t port_num, unsigned int inde
   UContext* c = ours(context);
   if (!c)
     UROCE_FORWARD(ibv_query_gid_type, "IBVERBS_PRIVATE_34", ENOSYS, context, port_num, index, type);
-  if (port_num != 1 || index >= c->dev->gids().size() || !type) return EINVAL;
+  const auto gids = c->dev->gids();
+  if (port_num != 1 || index >= gids.size() || gids[index] == uroce::wire::IpAddr{} || !type)
+    return EINVAL;
   *type = kGidTypeSysfsRoceV2;
   return 0;
 }

@@ -156,7 +156,13 @@ verbs::Device* open_device(UDevice* u) {
         update_sysfs_port(d->name(), a.state == IBV_PORT_ACTIVE, a.active_width, a.active_speed);
       };
       show();
-      d->add_link_listener([show](verbs::Device::PortEvent) { show(); });
+      d->add_link_listener([show, d](verbs::Device::PortEvent ev) {
+        if (ev == verbs::Device::PortEvent::kGidChange) {
+          update_sysfs_gids(*d);
+        } else {
+          show();
+        }
+      });
     }
     static std::once_flag at_exit;
     std::call_once(at_exit, [] {
@@ -292,8 +298,9 @@ ibv_context* ibv_open_device(ibv_device* device) {
   v.alloc_dm = alloc_dm;
   v.free_dm = free_dm;
   v.reg_dm_mr = reg_dm_mr;
-  // The port's link going up or down is an asynchronous event; so is the
-  // loss of the device (a shared device's daemon exited).
+  // The port's link going up or down is an asynchronous event; so are a
+  // change of the GID table and the loss of the device (a shared device's
+  // daemon exited).
   c->link_listener = c->dev->add_link_listener([c](uroce::verbs::Device::PortEvent ev) {
     ibv_async_event e{};
     e.element.port_num = 1;
@@ -303,6 +310,9 @@ ibv_context* ibv_open_device(ibv_device* device) {
         break;
       case uroce::verbs::Device::PortEvent::kDown:
         e.event_type = IBV_EVENT_PORT_ERR;
+        break;
+      case uroce::verbs::Device::PortEvent::kGidChange:
+        e.event_type = IBV_EVENT_GID_CHANGE;
         break;
       case uroce::verbs::Device::PortEvent::kFatal:
         e.event_type = IBV_EVENT_DEVICE_FATAL;

@@ -158,7 +158,7 @@ int ibv_init_ah_from_wc(ibv_context* context, uint8_t port_num, ibv_wc* wc, ibv_
     tclass = static_cast<std::uint8_t>(be32toh(grh->version_tclass_flow) >> 20);
     ah_attr->grh.flow_label = be32toh(grh->version_tclass_flow) & 0xFFFFF;
   }
-  const auto& gids = c->dev->gids();
+  const auto gids = c->dev->gids();
   std::size_t i = 0;
   while (i < gids.size() && gids[i] != dst) ++i;
   if (i == gids.size()) {

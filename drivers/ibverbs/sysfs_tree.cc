@@ -80,6 +80,35 @@ std::string interface_of(const std::string& port) {
 
 std::string device_dir(const std::string& name) { return sysfs_root() + "/" + name; }
 
+// Port 1's GID table as ibv_query_gid reads it: each populated entry
+// RoCE v2 on the port's interface `ifname`; the kernel refuses to read the
+// attributes of an empty entry, so here they are absent.
+bool write_gids(const std::string& port_dir, const std::vector<wire::IpAddr>& gids,
+                const std::string& ifname) {
+  const std::size_t table = std::max<std::size_t>(verbs::kGidTableLen, gids.size());
+  for (std::size_t i = 0; i < table; ++i) {
+    const std::string n = std::to_string(i);
+    const bool set = i < gids.size() && gids[i] != wire::IpAddr{};
+    if (!write_file(port_dir + "gids/" + n, gid_text(set ? gids[i] : wire::IpAddr{}) + "\n"))
+      return false;
+    const std::string type = port_dir + "gid_attrs/types/" + n;
+    const std::string ndev = port_dir + "gid_attrs/ndevs/" + n;
+    if (set) {
+      if (!write_file(type, "RoCE v2\n") || !write_file(ndev, ifname + "\n")) return false;
+    } else {
+      unlink(type.c_str());
+      unlink(ndev.c_str());
+    }
+  }
+  return true;
+}
+
+// A netdev device's interface is its netdev, a daemon's device included
+// (its port names the daemon, not the interface).
+std::string interface_of(const DeviceConfig& dc) {
+  return dc.netdev.empty() ? interface_of(dc.port) : dc.netdev;
+}
+
 }  // namespace
 
 const std::string& sysfs_root() {
@@ -97,6 +126,13 @@ void update_sysfs_port(const std::string& device, bool active, std::uint8_t widt
   write_file(port + "state", active ? "4: ACTIVE\n" : "1: DOWN\n");
   write_file(port + "phys_state", active ? "5: LinkUp\n" : "3: Disabled\n");
   write_file(port + "rate", rate_text(width, speed) + "\n");
+}
+
+void update_sysfs_gids(const verbs::Device& dev) {
+  if (sysfs_root().empty()) return;
+  if (!write_gids(device_dir(dev.name()) + "/ports/1/", dev.gids(), interface_of(dev.config())))
+    log::get().warn("{}: rewriting its sysfs GID table failed: {}", dev.name(),
+                    std::strerror(errno));
 }
 
 bool write_sysfs_device(const UDevice& u) {
@@ -117,9 +153,7 @@ bool write_sysfs_device(const UDevice& u) {
     log::get().warn("{}: no sysfs tree: {}", dc.name, mac ? err : "the port's MAC is unknown");
     return false;
   }
-  // A netdev device's interface is its netdev, a daemon's device included
-  // (its port names the daemon, not the interface).
-  const std::string ifname = dc.netdev.empty() ? interface_of(dc.port) : dc.netdev;
+  const std::string ifname = interface_of(dc);
   const std::string guid = guid_text(*mac) + "\n";
   bool ok = make_dir(d) && make_dir(d + "/device") && make_dir(d + "/device/net") &&
             make_dir(d + "/ports") && make_dir(d + "/ports/1") && make_dir(d + "/ports/1/gids") &&
@@ -140,10 +174,7 @@ bool write_sysfs_device(const UDevice& u) {
   if (!ifname.empty()) {
     symlink(("/sys/class/net/" + ifname).c_str(), (d + "/device/net/" + ifname).c_str());
   }
-  // Port 1, a RoCE port: no LID, no SM; the GID table as ibv_query_gid
-  // reads it, each populated entry RoCE v2 on the port's interface (the
-  // kernel refuses to read the attributes of an empty entry: here they
-  // are absent).
+  // Port 1, a RoCE port: no LID, no SM; its GID table.
   const std::string p = d + "/ports/1/";
   char cap[16];
   std::snprintf(cap, sizeof cap, "0x%08x\n", IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS);
@@ -151,15 +182,7 @@ bool write_sysfs_device(const UDevice& u) {
        write_file(p + "sm_sl", "0\n") && write_file(p + "lid_mask_count", "0\n") &&
        write_file(p + "cap_mask", cap) && write_file(p + "link_layer", "Ethernet\n") &&
        write_file(p + "pkeys/0", "0xffff\n");
-  const std::size_t table = std::max<std::size_t>(verbs::kGidTableLen, gids.size());
-  for (std::size_t i = 0; ok && i < table; ++i) {
-    const std::string n = std::to_string(i);
-    ok = write_file(p + "gids/" + n, gid_text(i < gids.size() ? gids[i] : wire::IpAddr{}) + "\n");
-    if (ok && i < gids.size()) {
-      ok = write_file(p + "gid_attrs/types/" + n, "RoCE v2\n") &&
-           write_file(p + "gid_attrs/ndevs/" + n, ifname + "\n");
-    }
-  }
+  ok = ok && write_gids(p, gids, ifname);
   if (!ok) {
     log::get().warn("{}: writing its sysfs tree in {} failed: {}", dc.name, d,
                     std::strerror(errno));

@@ -14,6 +14,10 @@
 #include <cstdint>
 #include <string>
 
+namespace uroce::verbs {
+class Device;
+}
+
 namespace uroce::ibverbs {
 
 struct UDevice;
@@ -31,5 +35,9 @@ bool write_sysfs_device(const UDevice& u);
 /// Rewrites port 1's state, physical state and rate from the live port.
 void update_sysfs_port(const std::string& device, bool active, std::uint8_t width,
                        std::uint8_t speed);
+
+/// Rewrites port 1's GID table (gids/, gid_attrs/) from the device's
+/// (a netdev device's interface gained or lost an address).
+void update_sysfs_gids(const verbs::Device& dev);
 
 }  // namespace uroce::ibverbs

@@ -345,6 +345,12 @@ class Cma {
   IbCm& ib() { return ib_; }
   const IbCm& ib() const { return ib_; }
   const CmaDevice& device() const { return device_; }
+  /// The device's GID table changed (an address came or went): binds,
+  /// routes and requests see the new one; connections made keep theirs.
+  void set_gids(const std::vector<wire::IpAddr>& gids) {
+    device_.gids = gids;
+    ib_.set_gids(gids);
+  }
 
  private:
   struct Endpoint {

@@ -309,6 +309,9 @@ class IbCm {
 
   const CmCounters& counters() const { return counters_; }
   const IbCmConfig& config() const { return config_; }
+  /// The port's GID table changed (an address came or went): REQs and
+  /// REPs name their GIDs by the new indices.
+  void set_gids(std::vector<Gid> gids) { config_.gids = std::move(gids); }
 
  private:
   // A message sent with a timeout: resent until cancelled or out of

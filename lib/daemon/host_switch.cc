@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstring>
-
 #include <optional>
 #include <type_traits>
 #include <variant>
@@ -129,6 +128,11 @@ bool HostSwitch::free_qpn(Program& p, std::uint32_t qpn) {
 bool HostSwitch::owns(const Program& p, std::uint32_t qpn) const {
   const auto it = qpns_.find(qpn);
   return it != qpns_.end() && it->second == &p;
+}
+
+void HostSwitch::set_addresses(std::vector<wire::IpAddr> addresses) {
+  addresses_ = addresses;
+  engine_->set_addresses(std::move(addresses));
 }
 
 bool HostSwitch::is_local(const wire::IpAddr& ip) const {

@@ -73,6 +73,9 @@ class HostSwitch final : private engine::Forwarder {
 
   const DeviceConfig& config() const { return cfg_; }
   engine::Engine& engine() { return *engine_; }
+  /// The device's addresses are now these (a netdev device's interface
+  /// gained or lost one), in EngineConfig::addresses' order.
+  void set_addresses(std::vector<wire::IpAddr> addresses);
   port::Port& port() { return port_; }
 
   /// Attaches a program on socket `sock` (which stays the caller's):
@@ -121,7 +124,7 @@ class HostSwitch final : private engine::Forwarder {
 
   const DeviceConfig cfg_;
   port::Port& port_;
-  const std::vector<wire::IpAddr> addresses_;
+  std::vector<wire::IpAddr> addresses_;
   const wire::MacAddr mac_;
   std::unique_ptr<engine::Engine> engine_;
   std::vector<std::unique_ptr<Program>> programs_;
@@ -130,8 +133,9 @@ class HostSwitch final : private engine::Forwarder {
   /// each comm ID and who listens on each ServiceID.
   std::unordered_map<std::uint32_t, Program*> comm_ids_;
   std::unordered_map<std::uint64_t, Program*> cm_services_;
-  std::size_t rr_ = 0;                                ///< whose ring is read first
-  mutable std::mutex mu_;  ///< programs_, their QPNs and retired_ changing, against for_each_counter
+  std::size_t rr_ = 0;  ///< whose ring is read first
+  mutable std::mutex
+      mu_;  ///< programs_, their QPNs and retired_ changing, against for_each_counter
   /// The counters of the programs that detached, summed.
   std::array<std::uint64_t, ProgramCounters::kSize> retired_{};
 };

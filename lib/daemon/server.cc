@@ -13,6 +13,7 @@
 #include <cstring>
 #include <thread>
 
+#include "config/netdev.h"
 #include "daemon/protocol.h"
 #include "log/log.h"
 #include "stats/stats_server.h"
@@ -87,6 +88,14 @@ std::unique_ptr<Server> Server::open(const Config& c, std::string* error) {
     ec.loopback_tap = [cap = capture.get()](wire::ConstBytes f) { cap->loopback(f); };
     Device d;
     d.cfg = dc;
+    if (!dc.netdev.empty()) {
+      std::string why;
+      d.watch = config::AddressWatch::open(dc.netdev, &why);
+      if (!d.watch) log::get().warn("{}: {}; its addresses stay as they are now", dc.name, why);
+      d.gids = std::make_unique<verbs::GidTable>(
+          gids.front(), std::vector<wire::IpAddr>(gids.begin() + 1, gids.end()),
+          verbs::kGidTableLen);
+    }
     d.capture = std::move(capture);
     d.sw = std::make_unique<HostSwitch>(dc, *port, std::move(ec));
     d.port = std::move(port);
@@ -206,8 +215,34 @@ std::uint32_t Server::run_once(bool control) {
   std::uint32_t work = 0;
   const engine::Nanos now = engine::now_ns();
   for (Device& d : devices_) work += d.sw->engine().poll(now);
-  if (control) serve_control();
+  if (control) {
+    follow_addresses();
+    serve_control();
+  }
   return work;
+}
+
+void Server::follow_addresses() {
+  for (Device& d : devices_) {
+    if (!d.watch || !d.watch->changed()) continue;
+    auto now = config::netdev_addresses(d.cfg.netdev);
+    if (!now) continue;  // the interface is gone: its link is down anyway
+    std::vector<wire::IpAddr> ips;
+    for (const IpPrefix& p : *now)
+      if (const auto ip = wire::IpAddr::parse(p.address)) ips.push_back(*ip);
+    const bool changed = d.gids->update(ips);
+    // Programs that attach from now on are given the addresses in the
+    // table's order, so that their GID indices are the daemon's.
+    d.cfg.ip.clear();
+    for (const wire::IpAddr& g : d.gids->entries())
+      for (const IpPrefix& p : *now)
+        if (wire::IpAddr::parse(p.address) == g) d.cfg.ip.push_back(p);
+    if (!changed) continue;
+    // Programs attached follow the interface themselves (verbs::Device);
+    // the host's switch and engine take and check frames for the new set.
+    d.sw->set_addresses(d.gids->addresses());
+    log::get().info("{}: the interface's addresses changed, {} now", d.cfg.name, ips.size());
+  }
 }
 
 void Server::serve_control() {

@@ -15,11 +15,13 @@
 #include <string>
 #include <vector>
 
+#include "config/address_watch.h"
 #include "daemon/capture.h"
 #include "daemon/host_switch.h"
 #include "daemon/protocol.h"
 #include "port/port.h"
 #include "uroce/config.h"
+#include "verbs/gid_table.h"
 
 namespace uroce::daemon {
 
@@ -53,6 +55,11 @@ class Server {
     std::unique_ptr<Capture> capture;  ///< on the port's CapturePort, inside the faults
     std::unique_ptr<HostSwitch> sw;
     int stats_handle = 0;
+    /// A netdev device's addresses follow its interface's: the watch,
+    /// and the table that keeps each address's place (cfg.ip is the list
+    /// programs that attach are given).
+    std::unique_ptr<config::AddressWatch> watch;
+    std::unique_ptr<verbs::GidTable> gids;
   };
   struct Conn {
     int fd = -1;
@@ -64,6 +71,8 @@ class Server {
 
   Server() = default;
   void serve_control();
+  /// Takes what the interfaces of netdev devices gained or lost.
+  void follow_addresses();
   /// Answers what `c` asks; false when the connection is to close.
   bool serve(Conn& c);
   void close_conn(Conn& c);

@@ -210,6 +210,10 @@ void Engine::receive_mcast(const wire::RocePacket& pkt, Nanos now) {
   counters_.inc(EngineCounter::kRxMcastDelivered, members.size());
 }
 
+void Engine::set_addresses(std::vector<wire::IpAddr> addresses) {
+  locked([&] { host_.set_addresses(std::move(addresses)); });
+}
+
 std::optional<wire::MacAddr> Engine::resolve(const wire::IpAddr& ip,
                                              std::chrono::milliseconds timeout) {
   if (auto mac = host_.lookup(ip)) return mac;
@@ -240,7 +244,7 @@ std::optional<wire::RoceRoute> Engine::route_to(const wire::IpAddr& src, const w
   r.dst_ip = dst;
   if (wire::is_multicast(dst)) {
     r.dst_mac = wire::multicast_mac(dst);  // a group has no neighbour to ask
-  } else if (host_.is_local(dst)) {
+  } else if (host_.is_local_any_thread(dst)) {
     r.dst_mac = host_.mac();  // delivered inside the device (self_delivery.h)
   } else {
     const auto mac = resolve(dst, timeout);

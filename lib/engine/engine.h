@@ -99,6 +99,10 @@ class Engine final : private FramePath {
   /// False when the QP was not attached to the group.
   bool detach_mcast(const wire::IpAddr& group, std::uint32_t qpn);
 
+  /// The device's addresses (EngineConfig::addresses) are now these: a
+  /// netdev device follows its interface's. Any thread but the engine's.
+  void set_addresses(std::vector<wire::IpAddr> addresses);
+
   /// Runs `fn` while holding the engine, so it may call what belongs to the
   /// engine thread (Qp::modify, timers, ...) from any thread.
   template <typename F>
@@ -125,7 +129,7 @@ class Engine final : private FramePath {
   /// The MAC of `ip` if already known, without asking: the device's own
   /// for its own addresses, else what ARP and ND learnt. Any thread.
   std::optional<wire::MacAddr> neighbor(const wire::IpAddr& ip) const {
-    if (host_.is_local(ip)) return host_.mac();
+    if (host_.is_local_any_thread(ip)) return host_.mac();
     return host_.lookup(ip);
   }
 

@@ -13,8 +13,7 @@ namespace uroce::engine {
 using wire::ConstBytes;
 
 HostStack::HostStack(std::vector<wire::IpAddr> addresses, std::uint16_t vlan_id, wire::MacAddr mac,
-                     port::Port& port, FramePath& path, EngineCounters& counters,
-                     bool kernel_stack)
+                     port::Port& port, FramePath& path, EngineCounters& counters, bool kernel_stack)
     : addresses_(std::move(addresses)),
       vlan_id_(vlan_id),
       mac_(mac),
@@ -25,6 +24,16 @@ HostStack::HostStack(std::vector<wire::IpAddr> addresses, std::uint16_t vlan_id,
 
 bool HostStack::is_local(const wire::IpAddr& ip) const {
   return std::find(addresses_.begin(), addresses_.end(), ip) != addresses_.end();
+}
+
+bool HostStack::is_local_any_thread(const wire::IpAddr& ip) const {
+  std::lock_guard lock(addresses_mu_);
+  return is_local(ip);
+}
+
+void HostStack::set_addresses(std::vector<wire::IpAddr> addresses) {
+  std::lock_guard lock(addresses_mu_);
+  addresses_ = std::move(addresses);
 }
 
 void HostStack::on_arp(ConstBytes frame) {

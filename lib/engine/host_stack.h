@@ -8,6 +8,7 @@
 // the engine's host side; engine thread, except lookup().
 
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -27,10 +28,17 @@ class HostStack {
   /// ARP requests and neighbour solicitations. With `kernel_stack` the
   /// kernel answers for them (netdev mode), so this stack never does.
   HostStack(std::vector<wire::IpAddr> addresses, std::uint16_t vlan_id, wire::MacAddr mac,
-            port::Port& port, FramePath& path, EngineCounters& counters,
-            bool kernel_stack = false);
+            port::Port& port, FramePath& path, EngineCounters& counters, bool kernel_stack = false);
 
+  /// Whether `ip` is one of the device's addresses. Engine thread: the
+  /// receive path asks for every packet, and the addresses change only
+  /// inside locked().
   bool is_local(const wire::IpAddr& ip) const;
+  /// The same from any thread.
+  bool is_local_any_thread(const wire::IpAddr& ip) const;
+  /// The device's addresses changed (a netdev device follows its
+  /// interface's); same order as the constructor's. Engine thread.
+  void set_addresses(std::vector<wire::IpAddr> addresses);
   const wire::MacAddr& mac() const { return mac_; }
   /// The device's VLAN, 0 for none: frames of other VLANs are not ours.
   std::uint16_t vlan_id() const { return vlan_id_; }
@@ -56,7 +64,10 @@ class HostStack {
   void send_raw(wire::ConstBytes frame);
 
  private:
-  const std::vector<wire::IpAddr> addresses_;
+  /// Written by the engine thread holding addresses_mu_; read by it
+  /// without, by other threads with it.
+  std::vector<wire::IpAddr> addresses_;
+  mutable std::mutex addresses_mu_;
   const std::uint16_t vlan_id_;
   const wire::MacAddr mac_;
   port::Port& port_;

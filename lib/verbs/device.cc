@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "config/netdev.h"
 #include "log/log.h"
 #include "pfc/classify.h"
 #include "port/fault_port.h"
@@ -137,7 +138,18 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c,
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
 
   engine::EngineConfig ec;
-  if (!engine_setup(dc, c, mac, &d->gids_, &ec, error)) return nullptr;
+  std::vector<wire::IpAddr> gids;
+  if (!engine_setup(dc, c, mac, &gids, &ec, error)) return nullptr;
+  d->gid_table_ = GidTable(gids.front(), {gids.begin() + 1, gids.end()}, kGidTableLen);
+  d->addresses_ = dc.ip;
+  if (!dc.netdev.empty()) {
+    // A netdev device's GIDs are its interface's addresses, as they come
+    // and go (rxe's follow the same notifications).
+    std::string why;
+    d->address_watch_ = config::AddressWatch::open(dc.netdev, &why);
+    if (!d->address_watch_)
+      log::get().warn("{}: {}; the GID table stays as it is now", dc.name, why);
+  }
   d->engine_ = std::make_unique<engine::Engine>(*d->port_, ec);
   d->dcqcn_ = c.dcqcn;
   if (c.dcqcn.enabled) d->np_.emplace(d->dcqcn_);
@@ -151,7 +163,7 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c,
     d->stats_handle_ = server->add(dc.name, [self](std::string& out) { self->write_stats(out); });
   }
   serve_prometheus(c);
-  log::get().info("{}: opened on {}, {} GIDs", dc.name, dc.port, d->gids_.size());
+  log::get().info("{}: opened on {}, {} GIDs", dc.name, dc.port, gids.size());
   return d;
 }
 
@@ -203,8 +215,46 @@ Gsi& Device::gsi() {
   return *gsi_owner_;
 }
 
+std::vector<wire::IpAddr> Device::gids() const {
+  std::lock_guard lock(gid_mu_);
+  return gid_table_.entries();
+}
+
+std::vector<IpPrefix> Device::addresses() const {
+  std::lock_guard lock(gid_mu_);
+  return addresses_;
+}
+
+void Device::follow_addresses() {
+  if (!address_watch_ || !address_watch_->changed()) return;
+  auto now = config::netdev_addresses(cfg_.netdev);
+  if (!now) return;  // the interface is gone: its link is down anyway
+  std::vector<wire::IpAddr> ips;
+  for (const IpPrefix& p : *now)
+    if (const auto ip = wire::IpAddr::parse(p.address)) ips.push_back(*ip);
+  std::vector<wire::IpAddr> entries;
+  std::vector<wire::IpAddr> engine_addresses;
+  {
+    std::lock_guard lock(gid_mu_);
+    addresses_ = std::move(*now);
+    if (!gid_table_.update(ips)) return;
+    if (gid_table_.left_out() != 0)
+      log::get().warn("{}: the GID table is full; {} address(es) left out", cfg_.name,
+                      gid_table_.left_out());
+    entries = gid_table_.entries();
+    engine_addresses = gid_table_.addresses();
+  }
+  // Outside gid_mu_: the engine thread reads the GIDs holding the engine.
+  engine_->set_addresses(std::move(engine_addresses));
+  if (Gsi* g = gsi_.load(std::memory_order_acquire)) g->set_gids(entries);
+  log::get().info("{}: the GID table changed, {} entries", cfg_.name, entries.size());
+  std::lock_guard lock(link_mu_);
+  for (const auto& [handle, fn] : link_listeners_) fn(PortEvent::kGidChange);
+}
+
 void Device::housekeep() {
   watch_link();
+  follow_addresses();
   if (Gsi* g = gsi_.load(std::memory_order_acquire)) g->housekeep();
 }
 
@@ -214,7 +264,10 @@ PortAttr Device::port_attr() const {
   PortAttr p;
   p.state = port_->link_up() ? PortState::kActive : PortState::kDown;
   p.active_mtu = wire::mtu_for_link(port_->mtu()).value_or(wire::Mtu::k256);
-  p.gid_tbl_len = std::max(kGidTableLen, static_cast<std::uint32_t>(gids_.size()));
+  {
+    std::lock_guard lock(gid_mu_);
+    p.gid_tbl_len = static_cast<std::uint32_t>(gid_table_.capacity());
+  }
   p.speed_mbps = port_->speed_mbps();
   return p;
 }
@@ -450,10 +503,11 @@ int Device::detach_mcast(const wire::IpAddr& group, std::uint32_t qpn) {
 int Device::resolve(const AddressVector& av, std::uint32_t src_qpn, std::uint32_t dst_qpn,
                     wire::RoceRoute* out) {
   if (!av.has_grh || (av.port_num != 0 && av.port_num != 1)) return EINVAL;
-  if (av.sgid_index >= gids_.size()) return EINVAL;
+  const std::vector<wire::IpAddr> gids = this->gids();
+  if (av.sgid_index >= gids.size() || gids[av.sgid_index] == wire::IpAddr{}) return EINVAL;
   wire::IpAddr dst;
   dst.bytes = av.dgid;
-  const wire::IpAddr& src = gids_[av.sgid_index];
+  const wire::IpAddr& src = gids[av.sgid_index];
   if (src.is_v4() != dst.is_v4()) return EINVAL;
   const auto route = engine_->route_to(src, dst, std::chrono::milliseconds(3000));
   if (!route) return EHOSTUNREACH;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cc/qp_congestion.h"
+#include "config/address_watch.h"
 #include "engine/engine.h"
 #include "engine/poll_thread.h"
 #include "port/port.h"
@@ -28,6 +29,7 @@
 #include "uroce/config.h"
 #include "verbs/address_vector.h"
 #include "verbs/device_memory.h"
+#include "verbs/gid_table.h"
 #include "verbs/limits.h"
 #include "verbs/mr_table.h"
 
@@ -90,8 +92,13 @@ class Device {
   const DeviceAttr& attr() const { return attr_; }
   PortAttr port_attr() const;
   /// GID table: index 0 is the IPv6 link-local address made from the MAC,
-  /// then one RoCEv2 GID per configured address (IPv4-mapped for IPv4).
-  const std::vector<wire::IpAddr>& gids() const { return gids_; }
+  /// then one RoCEv2 GID per address (IPv4-mapped for IPv4), an empty
+  /// entry zero (verbs/gid_table.h). A copy: a netdev device's table
+  /// follows its interface's addresses.
+  std::vector<wire::IpAddr> gids() const;
+  /// The device's addresses with their prefixes: the configured ones, or
+  /// a netdev device's interface's as they are now.
+  std::vector<IpPrefix> addresses() const;
 
   engine::Engine& engine() { return *engine_; }
   /// Runs one iteration of the engine on this thread, waiting for it if
@@ -158,12 +165,13 @@ class Device {
   Gsi& gsi();
 
   /// What a link listener hears (IBV_EVENT_PORT_ACTIVE, IBV_EVENT_PORT_ERR,
-  /// IBV_EVENT_DEVICE_FATAL).
-  enum class PortEvent : std::uint8_t { kActive, kDown, kFatal };
+  /// IBV_EVENT_GID_CHANGE, IBV_EVENT_DEVICE_FATAL).
+  enum class PortEvent : std::uint8_t { kActive, kDown, kGidChange, kFatal };
   /// Calls `fn(event)` from the poll thread whenever the port's link goes
-  /// up or down, and once when the port is lost for good (the daemon of
-  /// a shared port exited: every QP is then in error). Returns a handle
-  /// for remove_link_listener.
+  /// up or down, when the GID table changes (a netdev device's interface
+  /// gained or lost an address), and once when the port is lost for good
+  /// (the daemon of a shared port exited: every QP is then in error).
+  /// Returns a handle for remove_link_listener.
   int add_link_listener(std::function<void(PortEvent)> fn);
   /// Whether the device is lost (PortEvent::kFatal was raised).
   bool failed() const { return failed_.load(std::memory_order_acquire); }
@@ -191,7 +199,10 @@ class Device {
   std::optional<cc::NotificationPoint> np_;  ///< engine thread only
   cc::Counters cc_counters_;
   DeviceAttr attr_;
-  std::vector<wire::IpAddr> gids_;
+  mutable std::mutex gid_mu_;
+  GidTable gid_table_{wire::IpAddr{}, {}, kGidTableLen};
+  std::vector<IpPrefix> addresses_;
+  std::unique_ptr<config::AddressWatch> address_watch_;  ///< netdev devices; poll thread
   std::unique_ptr<port::Port> port_;
   std::unique_ptr<engine::Engine> engine_;
   std::unique_ptr<engine::PollThread> poller_;
@@ -209,6 +220,7 @@ class Device {
   std::mutex retired_mu_;
   std::array<std::uint64_t, transport::Counters::kSize> retired_{};
   void watch_link();
+  void follow_addresses();
   void housekeep();
   void write_stats_file();
   bool stats_written_ = false;

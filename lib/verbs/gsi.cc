@@ -148,8 +148,8 @@ void Gsi::end_turn(std::unique_lock<std::mutex>& lock) {
   // ServiceIDs we listen on: tell it when they change (a listen or the
   // end of one, which happen in program threads, never the engine's).
   std::vector<std::uint64_t> services;
-  const bool tell = engine_.port().shared() &&
-                    (services = cma_.listening_services()) != told_services_;
+  const bool tell =
+      engine_.port().shared() && (services = cma_.listening_services()) != told_services_;
   if (tell) told_services_ = services;
   cv_.notify_all();
   lock.unlock();
@@ -326,7 +326,7 @@ std::optional<wire::IpAddr> Gsi::source_for(const wire::IpAddr& dst) const {
   // destination, else the first of its family (IPv6: link-local only
   // toward link-local).
   std::optional<wire::IpAddr> first;
-  for (const IpPrefix& p : dev_.config().ip) {
+  for (const IpPrefix& p : dev_.addresses()) {
     const auto a = wire::IpAddr::parse(p.address);
     if (!a || a->is_v4() != dst.is_v4()) continue;
     if (in_prefix(dst, *a, p.prefix)) return a;

@@ -147,6 +147,11 @@ class Gsi final : private cm::MadSender, private transport::CqNotifier {
   void resolve_addr(std::uint32_t id, std::optional<wire::IpAddr> src, wire::IpAddr dst,
                     std::chrono::milliseconds timeout);
 
+  /// The device's GID table changed: the CM takes the new one.
+  void set_gids(const std::vector<wire::IpAddr>& gids) {
+    run([&](cm::Cma& cma, cm::Nanos) { cma.set_gids(gids); });
+  }
+
   /// The CM's timers; the poll thread's housekeeping calls it.
   void housekeep();
   /// Sends what QP 1 still has to say (the DREQs and REJs of a process

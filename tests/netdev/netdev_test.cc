@@ -35,6 +35,7 @@ struct Pair {
   std::string client;  ///< ... on host a, b's address after it
   std::string expect;  ///< a regular expression the client's output must match
   bool ipv6 = false;   ///< RoCEv2 over IPv6: every RoCE frame must be IPv6
+  std::string server_ip = "10.78.0.2";
 };
 
 const std::string kBwLine = R"(\n\s*\d+\s+\d+\s+[0-9.]+\s+[0-9.]*[1-9][0-9.]*\s+[0-9.]+)";
@@ -79,7 +80,7 @@ class Netdev : public ::testing::Test {
                  dir + "/ping.log");
       EXPECT_EQ(ping.wait(20s), 0) << "the kernel no longer answers ping:\n" << ping.output();
     }
-    Child client(program('a', p.client + " 10.78.0.2"), dir + "/client.log");
+    Child client(program('a', p.client + " " + p.server_ip), dir + "/client.log");
     const int client_rc = client.wait(120s);
     const int server_rc = server.wait(60s);
     bed_.stop_captures();
@@ -145,6 +146,20 @@ class Netdev : public ::testing::Test {
     EXPECT_EQ(c.at("engine.rx_other"), 0u) << host << ": frames that are not uroce's got in";
   }
 
+  // Waits up to 20 s for `what` to appear `times` times in c's output.
+  static bool saw(const Child& c, const std::string& what, int times = 1) {
+    const auto count = [&] {
+      const std::string out = c.output();
+      int n = 0;
+      for (auto at = out.find(what); at != std::string::npos; at = out.find(what, at + 1)) ++n;
+      return n;
+    };
+    const auto end = std::chrono::steady_clock::now() + 20s;
+    while (count() < times && std::chrono::steady_clock::now() < end)
+      std::this_thread::sleep_for(50ms);
+    return count() >= times;
+  }
+
   test::TestbedPair bed_{{.tag = "un", .netdev = true, .stats_file = true}};
   bool attached_ = false;
   std::unique_ptr<Child> daemons_[2];
@@ -174,19 +189,59 @@ TEST_F(Netdev, IbvDevinfoShowsTheInterfacesAddressesAsGids) {
 TEST_F(Netdev, TheInterfacesLinkIsThePortsState) {
   Child watch(bed_.over_uroce('a', "stdbuf -oL ibv_asyncwatch -d uroce0", "UROCE_LOG=info"),
               bed_.dir() + "/asyncwatch.log");
-  const auto saw = [&](const char* what) {
-    const auto end = std::chrono::steady_clock::now() + 20s;
-    while (watch.output().find(what) == std::string::npos && std::chrono::steady_clock::now() < end)
-      std::this_thread::sleep_for(50ms);
-    return watch.output().find(what) != std::string::npos;
-  };
-  ASSERT_TRUE(saw("uroce0: opened on")) << watch.output();
+  ASSERT_TRUE(saw(watch, "uroce0: opened on")) << watch.output();
   ASSERT_EQ(test::sh(in('a', "ip link set eth down")), 0);
-  EXPECT_TRUE(saw("IBV_EVENT_PORT_ERR")) << watch.output();
+  EXPECT_TRUE(saw(watch, "IBV_EVENT_PORT_ERR")) << watch.output();
   ASSERT_EQ(test::sh(in('a', "ip link set eth up")), 0);
-  EXPECT_TRUE(saw("IBV_EVENT_PORT_ACTIVE")) << watch.output();
+  EXPECT_TRUE(saw(watch, "IBV_EVENT_PORT_ACTIVE")) << watch.output();
   watch.interrupt();
   watch.wait(10s);
+}
+
+// The GID table follows the interface's addresses while a program runs:
+// `ip addr add` and `ip addr del` are each an IBV_EVENT_GID_CHANGE, the
+// program's sysfs tree shows the entry come and go, and an address of
+// another interface changes nothing.
+TEST_F(Netdev, AnAddressAddedOrRemovedIsAGidChange) {
+  // Inside the program's namespace (uroce-run --sysfs), a loop prints GID
+  // 3 of the tree for as long as ibv_asyncwatch runs.
+  std::string cmd =
+      bed_.over_uroce('a',
+                      "sh -c 'while kill -0 $$ 2>/dev/null; do echo gid3=$(cat "
+                      "/sys/class/infiniband/uroce0/ports/1/gids/3 2>/dev/null); sleep 0.1; done & "
+                      "exec stdbuf -oL ibv_asyncwatch -d uroce0'",
+                      "UROCE_LOG=info");
+  cmd.replace(cmd.find(" -- "), 4, " --sysfs -- ");
+  Child watch(cmd, bed_.dir() + "/asyncwatch.log");
+  ASSERT_TRUE(saw(watch, "uroce0: opened on")) << watch.output();
+  const std::string unset = "gid3=0000:0000:0000:0000:0000:0000:0000:0000";
+  const std::string set = "gid3=0000:0000:0000:0000:0000:ffff:0a4e:000b";  // 10.78.0.11
+  ASSERT_TRUE(saw(watch, unset)) << watch.output();
+  ASSERT_EQ(test::sh(in('a', "ip addr add 10.78.0.11/24 dev eth")), 0);
+  EXPECT_TRUE(saw(watch, "IBV_EVENT_GID_CHANGE")) << watch.output();
+  EXPECT_TRUE(saw(watch, "the GID table changed, 4 entries")) << watch.output();
+  EXPECT_TRUE(saw(watch, set)) << watch.output();
+  ASSERT_EQ(test::sh(in('a', "ip addr del 10.78.0.11/24 dev eth")), 0);
+  EXPECT_TRUE(saw(watch, "IBV_EVENT_GID_CHANGE", 2)) << watch.output();
+  const auto cleared = [&] {
+    const std::string out = watch.output();
+    const auto at = out.rfind(set);
+    return at != std::string::npos && out.find(unset, at) != std::string::npos;
+  };
+  const auto end = std::chrono::steady_clock::now() + 20s;
+  while (!cleared() && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(50ms);
+  EXPECT_TRUE(cleared()) << "GID 3 of the tree was not cleared:\n" << watch.output();
+  // Another interface's address changes nothing here.
+  ASSERT_EQ(test::sh(in('a', "ip addr add 10.79.0.1/32 dev lo")), 0);
+  std::this_thread::sleep_for(500ms);
+  watch.interrupt();
+  watch.wait(10s);
+  const std::string out = watch.output();
+  int events = 0;
+  for (auto at = out.find("IBV_EVENT_GID_CHANGE"); at != std::string::npos;
+       at = out.find("IBV_EVENT_GID_CHANGE", at + 1))
+    ++events;
+  EXPECT_EQ(events, 2) << out;
 }
 
 TEST_F(Netdev, IbWriteBw) { run(perftest("ib_write_bw", "-n 500", kBwLine)); }
@@ -283,6 +338,40 @@ TEST_F(Netdev, ThroughTheDeviceDaemon) {
   ASSERT_EQ(bed_.start_daemons(daemons_), "");
   attached_ = true;
   run(perftest("ib_write_bw", "-n 500", kBwLine));
+}
+
+// An address b's interface gains after its daemon started is a GID of the
+// device: programs see it, and RDMA to it arrives. Removed, it is gone.
+TEST_F(Netdev, TheDaemonTakesAnAddressAddedWhileItRuns) {
+  ASSERT_EQ(bed_.start_daemons(daemons_), "");
+  attached_ = true;
+  ASSERT_EQ(test::sh(in('b', "ip addr add 10.78.0.12/24 dev eth")), 0);
+  const auto devinfo = [&](const char* name) {
+    Child c(bed_.attached('b', "ibv_devinfo -v -d uroce0"), bed_.dir() + "/" + name + ".log");
+    EXPECT_EQ(c.wait(60s), 0) << c.output();
+    return c.output();
+  };
+  // GID 3, after the link-local one and the interface's first two.
+  const std::string with = devinfo("devinfo-added");
+  EXPECT_TRUE(
+      std::regex_search(with, std::regex(R"(GID\[\s*3\]:\s+::ffff:10\.78\.0\.12, RoCE v2)")))
+      << with;
+  Pair p = perftest("ib_write_bw", "-n 500", kBwLine);
+  p.server += " -x 3";
+  p.server_ip = "10.78.0.12";
+  run(p);
+  std::size_t to_new = 0;
+  for (const auto& frame : test::read_pcap(bed_.dir() + "/b.pcap")) {
+    wire::RocePacket pkt;
+    if (wire::parse_roce_frame(frame, pkt) == wire::DropReason::kNone &&
+        pkt.dst_ip == *wire::IpAddr::parse("10.78.0.12"))
+      ++to_new;
+  }
+  EXPECT_GT(to_new, 0u) << "no RoCE to the new address";
+  ASSERT_EQ(test::sh(in('b', "ip addr del 10.78.0.12/24 dev eth")), 0);
+  std::this_thread::sleep_for(300ms);
+  const std::string without = devinfo("devinfo-removed");
+  EXPECT_EQ(without.find("10.78.0.12"), std::string::npos) << without;
 }
 
 }  // namespace

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "config/address_watch.h"
+
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace uroce::config {
+
+std::unique_ptr<AddressWatch> AddressWatch::open(const std::string& iface, std::string* error) {
+  const unsigned ifindex = iface.empty() ? 0 : if_nametoindex(iface.c_str());
+  if (ifindex == 0) {
+    *error = "no interface '" + iface + "'";
+    return nullptr;
+  }
+  const int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_ROUTE);
+  if (fd < 0) {
+    *error = std::string("rtnetlink socket: ") + std::strerror(errno);
+    return nullptr;
+  }
+  sockaddr_nl sa{};
+  sa.nl_family = AF_NETLINK;
+  sa.nl_groups = RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
+    *error = std::string("rtnetlink bind: ") + std::strerror(errno);
+    close(fd);
+    return nullptr;
+  }
+  return std::unique_ptr<AddressWatch>(new AddressWatch(fd, ifindex));
+}
+
+AddressWatch::~AddressWatch() { close(fd_); }
+
+bool AddressWatch::changed() {
+  bool changed = false;
+  alignas(nlmsghdr) char buf[8192];
+  for (;;) {
+    const ssize_t n = recv(fd_, buf, sizeof(buf), MSG_DONTWAIT);
+    if (n < 0) {
+      // ENOBUFS: the socket overflowed and notifications were lost; the
+      // addresses must be read again.
+      if (errno == ENOBUFS) changed = true;
+      if (errno == EINTR || errno == ENOBUFS) continue;
+      return changed;  // EAGAIN: nothing more
+    }
+    auto len = static_cast<unsigned>(n);
+    for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+      if (h->nlmsg_type != RTM_NEWADDR && h->nlmsg_type != RTM_DELADDR) continue;
+      if (h->nlmsg_len < NLMSG_LENGTH(sizeof(ifaddrmsg))) continue;
+      const auto* ifa = static_cast<const ifaddrmsg*>(NLMSG_DATA(h));
+      if (ifa->ifa_index == ifindex_) changed = true;
+    }
+  }
+}
+
+}  // namespace uroce::config
