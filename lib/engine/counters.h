@@ -16,6 +16,8 @@ enum class EngineCounter : std::uint8_t {
   kRxBursts,
   kRxFrames,
   kTxFrames,
+  kRxBytes,                ///< the received frames' octets, Ethernet header to payload
+  kTxBytes,                ///< ... of the frames the port took
   kTxDropped,              ///< the port refused them (queue full)
   kTxIpv4ChecksumOffload,  ///< frames whose IPv4 checksum the port computed
   kRxRoce,
@@ -34,11 +36,11 @@ enum class EngineCounter : std::uint8_t {
   kTxCnpHeld,            ///< CNPs that waited for a PFC pause to end
   kTxLoopback,           ///< frames to the device itself, kept off the wire
   kRxLoopback,           ///< ... and received
-  kRxMcast,           ///< RoCEv2 frames to the multicast QPN
-  kRxMcastDelivered,  ///< ... their copies, one per attached QP
-  kRxMcastNoGroup,    ///< ... to a group no QP of the device is attached to
-  kTxMcast,           ///< frames sent to a multicast group
-  kRxForwarded,       ///< RoCEv2 frames handed to the program owning their QP (daemon)
+  kRxMcast,              ///< RoCEv2 frames to the multicast QPN
+  kRxMcastDelivered,     ///< ... their copies, one per attached QP
+  kRxMcastNoGroup,       ///< ... to a group no QP of the device is attached to
+  kTxMcast,              ///< frames sent to a multicast group
+  kRxForwarded,          ///< RoCEv2 frames handed to the program owning their QP (daemon)
   kRxOther,
   kCount,
 };
@@ -52,6 +54,10 @@ constexpr std::string_view name(EngineCounter c) {
       return "rx_frames";
     case EngineCounter::kTxFrames:
       return "tx_frames";
+    case EngineCounter::kRxBytes:
+      return "rx_bytes";
+    case EngineCounter::kTxBytes:
+      return "tx_bytes";
     case EngineCounter::kTxDropped:
       return "tx_dropped";
     case EngineCounter::kTxIpv4ChecksumOffload:

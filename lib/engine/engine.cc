@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "engine/burst_octets.h"
 #include "engine/debug.h"
 #include "log/log.h"
 #include "wire/classify.h"
@@ -99,6 +100,7 @@ std::uint32_t Engine::receive_burst(Nanos now) {
   if (got == 0) return 0;
   counters_.inc(EngineCounter::kRxBursts);
   counters_.inc(EngineCounter::kRxFrames, got);
+  counters_.inc(EngineCounter::kRxBytes, octets(frames, got));
   for (std::uint16_t i = 0; i < got; ++i) receive(frames[i].data, now);
   port_.rx_release(frames, got);
   return got;
@@ -375,6 +377,7 @@ void Engine::transmit(port::TxFrame* frames, std::uint16_t n) {
   }
   const std::uint16_t sent = port_.tx_burst(frames, n);
   counters_.inc(EngineCounter::kTxFrames, sent);
+  counters_.inc(EngineCounter::kTxBytes, octets(frames, sent));
   for (std::uint16_t i = sent; i < n; ++i) {
     if (backlog_.size() < kMaxBacklog) {
       backlog_.push_back(frames[i]);
@@ -404,6 +407,7 @@ bool Engine::flush_backlog() {
         static_cast<std::uint16_t>(std::min<std::size_t>(backlog_.size(), port::kMaxTxBurst));
     const std::uint16_t sent = port_.tx_burst(backlog_.data(), n);
     counters_.inc(EngineCounter::kTxFrames, sent);
+    counters_.inc(EngineCounter::kTxBytes, octets(backlog_.data(), sent));
     backlog_.erase(backlog_.begin(), backlog_.begin() + sent);
     if (sent < n) return false;
   }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 
+#include "engine/burst_octets.h"
 #include "engine/params.h"
 #include "log/log.h"
 #include "wire/classify.h"
@@ -64,6 +65,7 @@ std::uint32_t RxBuffer::poll(Nanos now, std::uint16_t budget) {
     if (got == 0) break;
     counters_.inc(EngineCounter::kRxBursts);
     counters_.inc(EngineCounter::kRxFrames, got);
+    counters_.inc(EngineCounter::kRxBytes, octets(frames, got));
     fill(frames, got, now);
     n += got;
     // A decorated port (faults) may hand out less than a full burst while
@@ -174,6 +176,7 @@ void RxBuffer::send_pfc() {
       wire::build_pfc_frame(f.room, mac_, pfc_pending_->class_enable, pfc_pending_->class_time));
   if (port_.tx_burst(&f, 1) == 1) {
     counters_.inc(EngineCounter::kTxFrames);
+    counters_.inc(EngineCounter::kTxBytes, f.length);
     pfc_pending_.reset();
   } else {
     port_.tx_free(f);
