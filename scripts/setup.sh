@@ -23,8 +23,9 @@ packages=(
   # the verbs surface and the unmodified programs that must run over it
   # (rdmacm-utils: rping, ucmatose, udaddy, rdma_server/client on librdmacm)
   libibverbs-dev ibverbs-utils perftest rdmacm-utils
-  # ibstat (infiniband-diags): reads the devices from sysfs (uroce-run --sysfs)
-  infiniband-diags
+  # ibstat (infiniband-diags) and Prometheus' node_exporter (its infiniband
+  # collector): read the devices from sysfs (uroce-run --sysfs)
+  infiniband-diags prometheus-node-exporter
   # rdma-core's own verbs test suite, run over uroce by tests/conformance
   python3-pyverbs
   # middleware over verbs: UCX 1.13 (ucx_info, ucx_perftest; brings libucx0)
@@ -43,4 +44,12 @@ packages=(
 )
 
 apt-get update -q
+# Debian's node_exporter package enables and starts a service; the tests
+# run it themselves, inside their namespaces. Installed here, it stays off.
+had_node_exporter=0
+dpkg-query -W -f='${Status}' prometheus-node-exporter 2>/dev/null | grep -q "ok installed" &&
+  had_node_exporter=1
 apt-get install -y -q --no-install-recommends "${packages[@]}"
+if ((!had_node_exporter)) && command -v systemctl >/dev/null && [[ -d /run/systemd/system ]]; then
+  systemctl disable --now prometheus-node-exporter >/dev/null 2>&1 || true
+fi

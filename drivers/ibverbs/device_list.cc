@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <set>
 #include <vector>
 
@@ -162,6 +163,11 @@ verbs::Device* open_device(UDevice* u) {
         } else {
           show();
         }
+      });
+      // The counters, about once a second, and when a context closes.
+      update_sysfs_counters(*d);
+      d->set_housekeeping_hook([d, n = std::make_shared<unsigned>(0)] {
+        if (++*n % 10 == 0) update_sysfs_counters(*d);
       });
     }
     static std::once_flag at_exit;
@@ -344,6 +350,7 @@ int ibv_close_device(ibv_context* context) {
     pthread_mutex_destroy(&context->mutex);
     delete c;
   }
+  update_sysfs_counters(*u->dev);
   std::lock_guard lock(u->mu);
   // The device stays open until the process ends: DPDK cannot probe a
   // port again once it is closed, and a program may open it again.

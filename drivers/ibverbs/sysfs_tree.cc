@@ -1,14 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "ibverbs/sysfs_tree.h"
 
+#include <fcntl.h>
 #include <infiniband/verbs.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ibverbs/provider.h"
@@ -128,6 +135,84 @@ void update_sysfs_port(const std::string& device, bool active, std::uint8_t widt
   write_file(port + "rate", rate_text(width, speed) + "\n");
 }
 
+void update_sysfs_counters(verbs::Device& dev) {
+  if (sysfs_root().empty()) return;
+  const std::string port = device_dir(dev.name()) + "/ports/1/";
+  std::map<std::string, std::uint64_t, std::less<>> engine;
+  std::uint64_t malformed = 0;
+  std::vector<std::pair<std::string, std::uint64_t>> now;
+  dev.for_each_counter([&](std::string_view scope, std::string_view name, std::uint64_t v) {
+    if (scope == "engine") engine.emplace(name, v);
+    if (scope == "drop") malformed += v;
+    if (scope == "port") now.emplace_back("hw_counters/" + std::string(name), v);
+  });
+  const auto at = [&](const char* name) {
+    const auto it = engine.find(name);
+    return it == engine.end() ? 0 : it->second;
+  };
+  // counters/: the port counters of IBA 16.1.3.5 (PortCounters and
+  // PortCountersExtended) as a RoCE NIC's PMA reports them, data in
+  // 32-bit words. What a software port has no cause for (symbol and link
+  // errors, VL15, waits) stays 0.
+  const std::uint64_t tx = at("tx_frames"), rx = at("rx_frames");
+  const std::pair<const char*, std::uint64_t> pma[] = {
+      {"port_xmit_data", at("tx_bytes") / 4},
+      {"port_rcv_data", at("rx_bytes") / 4},
+      {"port_xmit_packets", tx},
+      {"port_rcv_packets", rx},
+      {"unicast_xmit_packets", tx - std::min(tx, at("multicast_xmit_packets"))},
+      {"unicast_rcv_packets", rx - std::min(rx, at("multicast_rcv_packets"))},
+      {"multicast_xmit_packets", at("multicast_xmit_packets")},
+      {"multicast_rcv_packets", at("multicast_rcv_packets")},
+      {"port_xmit_discards", at("tx_dropped")},
+      {"port_rcv_discards", at("rx_buffer_dropped")},
+      {"port_rcv_errors", malformed},
+      {"symbol_error", 0},
+      {"link_error_recovery", 0},
+      {"link_downed", 0},
+      {"port_rcv_remote_physical_errors", 0},
+      {"port_rcv_switch_relay_errors", 0},
+      {"port_xmit_constraint_errors", 0},
+      {"port_rcv_constraint_errors", 0},
+      {"local_link_integrity_errors", 0},
+      {"excessive_buffer_overrun_errors", 0},
+      {"VL15_dropped", 0},
+      {"port_xmit_wait", 0},
+  };
+  for (const auto& [name, v] : pma) now.emplace_back(std::string("counters/") + name, v);
+
+  // The tree is the namespace's, as a NIC's counters count every program
+  // since the port came up; each program's device counts its own. So a
+  // program adds to each file what its device counted since it last
+  // wrote, holding the port directory's lock against the others.
+  static std::mutex mu;
+  static std::map<std::string, std::map<std::string, std::uint64_t>> written;  // device -> file
+  std::lock_guard lock(mu);
+  auto& last = written[dev.name()];
+  const int dir = open(port.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0 || flock(dir, LOCK_EX) != 0) {
+    if (dir >= 0) close(dir);
+    return;
+  }
+  bool ok = true;
+  for (const auto& [file, v] : now) {
+    std::uint64_t& seen = last[file];
+    const std::uint64_t delta = v >= seen ? v - seen : 0;
+    std::uint64_t total = 0;
+    if (std::FILE* f = std::fopen((port + file).c_str(), "r")) {
+      if (std::fscanf(f, "%" SCNu64, &total) != 1) total = 0;
+      std::fclose(f);
+    }
+    if (delta == 0 && total != 0) continue;  // unchanged (a new file is written with 0)
+    ok = ok && write_file(port + file, std::to_string(total + delta) + "\n");
+    seen = v;
+  }
+  close(dir);  // and with it the lock
+  if (!ok)
+    log::get().warn("{}: rewriting its sysfs counters failed: {}", dev.name(),
+                    std::strerror(errno));
+}
+
 void update_sysfs_gids(const verbs::Device& dev) {
   if (sysfs_root().empty()) return;
   if (!write_gids(device_dir(dev.name()) + "/ports/1/", dev.gids(), interface_of(dev.config())))
@@ -158,13 +243,15 @@ bool write_sysfs_device(const UDevice& u) {
   bool ok = make_dir(d) && make_dir(d + "/device") && make_dir(d + "/device/net") &&
             make_dir(d + "/ports") && make_dir(d + "/ports/1") && make_dir(d + "/ports/1/gids") &&
             make_dir(d + "/ports/1/gid_attrs") && make_dir(d + "/ports/1/gid_attrs/types") &&
-            make_dir(d + "/ports/1/gid_attrs/ndevs") && make_dir(d + "/ports/1/pkeys");
+            make_dir(d + "/ports/1/gid_attrs/ndevs") && make_dir(d + "/ports/1/pkeys") &&
+            make_dir(d + "/ports/1/counters") && make_dir(d + "/ports/1/hw_counters");
   // The device: what libibumad requires (node_type, node_guid,
   // sys_image_guid) and what ibstat shows besides.
   ok = ok && write_file(d + "/node_type", "1: CA\n") && write_file(d + "/node_guid", guid) &&
        write_file(d + "/sys_image_guid", guid) &&
        write_file(d + "/fw_ver", std::string("uroce ") + UROCE_VERSION + "\n") &&
        write_file(d + "/hw_rev", "0\n") && write_file(d + "/hca_type", "uroce\n") &&
+       write_file(d + "/board_id", std::string("uroce-") + UROCE_VERSION + "\n") &&
        write_file(d + "/node_desc", dc.name + " uroce\n");
   // device/: no PCI function behind it (NCCL and hwloc take the device
   // as attached to the first CPU); its driver's name is what Open MPI's
@@ -181,7 +268,10 @@ bool write_sysfs_device(const UDevice& u) {
   ok = ok && write_file(p + "lid", "0x0\n") && write_file(p + "sm_lid", "0x0\n") &&
        write_file(p + "sm_sl", "0\n") && write_file(p + "lid_mask_count", "0\n") &&
        write_file(p + "cap_mask", cap) && write_file(p + "link_layer", "Ethernet\n") &&
-       write_file(p + "pkeys/0", "0xffff\n");
+       write_file(p + "pkeys/0", "0xffff\n") &&
+       // hw_counters' refresh period in ms, as the kernel's (the device
+       // rewrites the counters about once a second: update_sysfs_counters).
+       write_file(p + "hw_counters/lifespan", "10\n");
   ok = ok && write_gids(p, gids, ifname);
   if (!ok) {
     log::get().warn("{}: writing its sysfs tree in {} failed: {}", dc.name, d,

@@ -36,6 +36,13 @@ bool write_sysfs_device(const UDevice& u);
 void update_sysfs_port(const std::string& device, bool active, std::uint8_t width,
                        std::uint8_t speed);
 
+/// Rewrites port 1's counters/ (the IBA port counters a NIC's PMA
+/// reports: packets and data in and out, discards, errors) from the
+/// engine's, and hw_counters/ from the transport's over every QP and
+/// DCQCN's (verbs::Device's "port" scope, named as rxe and mlx5 name
+/// them).
+void update_sysfs_counters(verbs::Device& dev);
+
 /// Rewrites port 1's GID table (gids/, gid_attrs/) from the device's
 /// (a netdev device's interface gained or lost an address).
 void update_sysfs_gids(const verbs::Device& dev);

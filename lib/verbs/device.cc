@@ -252,9 +252,20 @@ void Device::follow_addresses() {
   for (const auto& [handle, fn] : link_listeners_) fn(PortEvent::kGidChange);
 }
 
+void Device::set_housekeeping_hook(std::function<void()> fn) {
+  std::lock_guard lock(link_mu_);
+  housekeeping_hook_ = std::move(fn);
+}
+
 void Device::housekeep() {
   watch_link();
   follow_addresses();
+  std::function<void()> hook;
+  {
+    std::lock_guard lock(link_mu_);
+    hook = housekeeping_hook_;
+  }
+  if (hook) hook();  // outside the lock: it may read every counter
   if (Gsi* g = gsi_.load(std::memory_order_acquire)) g->housekeep();
 }
 

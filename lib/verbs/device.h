@@ -176,6 +176,9 @@ class Device {
   /// Whether the device is lost (PortEvent::kFatal was raised).
   bool failed() const { return failed_.load(std::memory_order_acquire); }
   void remove_link_listener(int handle);
+  /// Calls `fn()` from the poll thread's housekeeping, about ten times a
+  /// second, from now on (the sysfs tree refreshes its counters so).
+  void set_housekeeping_hook(std::function<void()> fn);
 
   /// Calls fn(scope, name, value) for every counter of the device: the
   /// engine's ("engine", "drop", "pfc"), the transport's summed over every
@@ -232,6 +235,7 @@ class Device {
   std::atomic<Gsi*> gsi_{nullptr};
   std::mutex link_mu_;
   std::vector<std::pair<int, std::function<void(PortEvent)>>> link_listeners_;
+  std::function<void()> housekeeping_hook_;  ///< under link_mu_
   int next_listener_ = 1;
   bool link_was_up_ = false;
   std::atomic<bool> failed_{false};

@@ -11,6 +11,8 @@
 
 #include <chrono>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -106,6 +108,75 @@ TEST_F(Sysfs, TheTreesGidTableIsTheVerbsOne) {
   }
   EXPECT_EQ(rows, 16) << out;
   EXPECT_NE(out.find("state 4:_ACTIVE Ethernet"), std::string::npos) << out;
+}
+
+// The tree's counters are what the program did: 200 pingpong iterations
+// of 4 KiB (4 packets at MTU 1024) each way. hw_counters/ has the
+// transport's under rxe's names, counters/ the port's as a PMA reports
+// them, and Prometheus' node_exporter (its infiniband collector, run in
+// the program's namespace) exports both the port counters and the device
+// (ibv_devinfo -v shows the board id it reports).
+TEST_F(Sysfs, TheTreesCountersAreWhatTheProgramDid) {
+  Child server(bed_.over_uroce('b', "ibv_rc_pingpong -d uroce0 -g 1 -n 200"),
+               bed_.dir() + "/server.log");
+  bed_.wait_for_tcp_listener('b', 18515, 30s);
+  const std::string metrics = bed_.dir() + "/metrics";
+  const std::string out =
+      run("ibv_rc_pingpong -d uroce0 -g 1 -n 200 192.168.77.2 || exit 1\n"
+          "p=/sys/class/infiniband/uroce0/ports/1\n"
+          "for f in hw_counters/sent_pkts hw_counters/rcvd_pkts hw_counters/rdma_sends "
+          "hw_counters/rdma_recvs hw_counters/retry_exceeded_err hw_counters/lifespan "
+          "counters/port_xmit_data counters/port_rcv_packets counters/symbol_error; do\n"
+          "  echo \"counter $f $(cat $p/$f)\"\n"
+          "done\n"
+          "ibv_devinfo -v | grep board_id\n"
+          "prometheus-node-exporter --web.listen-address=127.0.0.1:9100 "
+          "--collector.disable-defaults --collector.infiniband >/dev/null 2>&1 &\n"
+          "python3 -c \"\n"
+          "import time, urllib.request\n"
+          "for _ in range(100):\n"
+          "    try:\n"
+          "        open('" +
+          metrics +
+          "', 'wb').write(\n"
+          "            urllib.request.urlopen('http://127.0.0.1:9100/metrics').read())\n"
+          "        break\n"
+          "    except OSError:\n"
+          "        time.sleep(0.1)\n"
+          "\"\n"
+          "kill $!\n");
+  EXPECT_EQ(server.wait(30s), 0) << server.output();
+  std::map<std::string, long> c;
+  const std::regex line("counter ([\\w/]+) (\\d+)");
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), line); it != std::sregex_iterator();
+       ++it)
+    c[(*it)[1]] = std::stol((*it)[2]);
+  ASSERT_EQ(c.size(), 9u) << out;
+  EXPECT_GE(c["hw_counters/rdma_sends"], 200) << out;
+  EXPECT_GE(c["hw_counters/rdma_recvs"], 200) << out;
+  EXPECT_GE(c["hw_counters/sent_pkts"], 800) << out;
+  EXPECT_GE(c["hw_counters/rcvd_pkts"], 800) << out;
+  EXPECT_EQ(c["hw_counters/retry_exceeded_err"], 0) << out;
+  EXPECT_EQ(c["hw_counters/lifespan"], 10) << out;
+  EXPECT_GE(c["counters/port_xmit_data"], 200 * 4096 / 4) << out;  // 32-bit words
+  EXPECT_GE(c["counters/port_rcv_packets"], 800) << out;
+  EXPECT_EQ(c["counters/symbol_error"], 0) << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex("board_id:\\s+uroce-"))) << out;
+
+  std::ifstream f(metrics);
+  const std::string m((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_NE(m.find("node_scrape_collector_success{collector=\"infiniband\"} 1"), std::string::npos)
+      << m;
+  EXPECT_TRUE(std::regex_search(m, std::regex("node_infiniband_info\\{board_id=\"uroce-[^\"]+\","
+                                              "device=\"uroce0\",firmware_version=\"uroce ")))
+      << m;
+  std::smatch bytes;
+  ASSERT_TRUE(std::regex_search(
+      m, bytes,
+      std::regex("node_infiniband_port_data_transmitted_bytes_total\\{device=\"uroce0\","
+                 "port=\"1\"\\} (\\d+)")))
+      << m;
+  EXPECT_EQ(std::stol(bytes[1]), 4 * c["counters/port_xmit_data"]) << m;
 }
 
 TEST_F(Sysfs, TheTreeIsTheProgramsAlone) {
