@@ -3,7 +3,8 @@
 #   1. the release build's tests (ctest),
 #   2. the same tests under ASan+UBSan, then under TSan,
 #   3. each libFuzzer target for UROCE_FUZZ_SECONDS (default 40; six
-#      targets) under ASan+UBSan, built with clang, from its seed corpus,
+#      targets, one per core at a time) under ASan+UBSan, built with
+#      clang, from its seed corpus,
 #   4. a build (no test run) of every other standard build type with GCC
 #      (Debug, Release, MinSizeRel) and of the default one with Clang,
 #      each warning-free (-Werror), each counted as one test.
@@ -90,23 +91,39 @@ if ! CC=clang CXX=clang++ cmake -S "$root" -B build-fuzz -G Ninja -DUROCE_FUZZ=O
   failed=$((failed + ${#fuzzers[@]}))
   fuzzers=()
 fi
-for f in "${fuzzers[@]}"; do
-  corpus=build-fuzz/corpus/$f
+# One fuzzer per core at a time: each still gets its seconds of a core.
+fuzz_one() {  # TARGET: runs it; its status is the fuzzer's
+  local f=$1 corpus=build-fuzz/corpus/$1
   mkdir -p "$corpus"
   # New inputs go to the first folder; the committed seeds are only read.
-  seeds=()
+  local seeds=()
   [[ -d tests/fuzz/corpus/$f ]] && seeds=("tests/fuzz/corpus/$f")
-  if build-fuzz/bin/$f -max_total_time="$fuzz_seconds" -max_len="${max_len[$f]}" \
+  build-fuzz/bin/$f -max_total_time="$fuzz_seconds" -max_len="${max_len[$f]}" \
     -print_final_stats=1 -artifact_prefix=build-fuzz/$f- "$corpus" "${seeds[@]}" \
-    >"build-fuzz/$f.log" 2>&1; then
-    echo "==> $f: $(grep -E '^#[0-9]+[[:space:]]+DONE' "build-fuzz/$f.log" | tail -1)"
-    passed=$((passed + 1))
-  else
-    tail -n 60 "build-fuzz/$f.log"
-    echo "==> $f found a crash; the input is in build-fuzz/ ($f-crash-*)" >&2
-    failed=$((failed + 1))
-  fi
+    >"build-fuzz/$f.log" 2>&1
+}
+running=()
+reap_fuzzers() {  # waits for the running fuzzers and counts them
+  local entry f
+  for entry in "${running[@]}"; do
+    f=${entry#*:}
+    if wait "${entry%%:*}"; then
+      echo "==> $f: $(grep -E '^#[0-9]+[[:space:]]+DONE' "build-fuzz/$f.log" | tail -1)"
+      passed=$((passed + 1))
+    else
+      tail -n 60 "build-fuzz/$f.log"
+      echo "==> $f found a crash; the input is in build-fuzz/ ($f-crash-*)" >&2
+      failed=$((failed + 1))
+    fi
+  done
+  running=()
+}
+for f in "${fuzzers[@]}"; do
+  fuzz_one "$f" &
+  running+=("$!:$f")
+  if ((${#running[@]} >= jobs)); then reap_fuzzers; fi
 done
+reap_fuzzers
 
 # The other build types: users and packagers build Release, and with Clang.
 build_only() {  # DIR CMAKE_ARGS...: one build, counted as one test
