@@ -202,9 +202,10 @@ ssize_t _ibv_query_gid_table(ibv_context* context, ibv_gid_entry* entries, size_
   if (!c)
     UROCE_FORWARD(_ibv_query_gid_table, "IBVERBS_1.11", -ENOSYS, context, entries, max_entries,
                   flags, entry_size);
-  const auto gids = c->dev->gids();
   if (flags != 0 || entry_size < sizeof(ibv_gid_entry)) return -EINVAL;
-  // The entries in use, as the kernel's table query returns them.
+  // The entries in use, as the kernel's table query returns them, from
+  // one copy of the table (a netdev device's may change meanwhile).
+  const auto gids = c->dev->gids();
   const auto used = static_cast<std::size_t>(std::count_if(
       gids.begin(), gids.end(), [](const auto& g) { return g != uroce::wire::IpAddr{}; }));
   if (max_entries < used) return -EINVAL;
@@ -212,8 +213,13 @@ ssize_t _ibv_query_gid_table(ibv_context* context, ibv_gid_entry* entries, size_
   std::size_t n = 0;
   for (std::size_t i = 0; i < gids.size(); ++i) {
     if (gids[i] == uroce::wire::IpAddr{}) continue;
-    _ibv_query_gid_ex(context, 1, static_cast<uint32_t>(i),
-                      reinterpret_cast<ibv_gid_entry*>(out + n++ * entry_size), 0, entry_size);
+    ibv_gid_entry e{};
+    std::memcpy(e.gid.raw, gids[i].bytes.data(), 16);
+    e.gid_index = static_cast<uint32_t>(i);
+    e.port_num = 1;
+    e.gid_type = IBV_GID_TYPE_ROCE_V2;
+    e.ndev_ifindex = 0;  // no kernel interface behind a DPDK port
+    std::memcpy(out + n++ * entry_size, &e, sizeof(e));
   }
   return static_cast<ssize_t>(n);
 }

@@ -87,12 +87,12 @@ std::string interface_of(const std::string& port) {
 
 std::string device_dir(const std::string& name) { return sysfs_root() + "/" + name; }
 
-// Port 1's GID table as ibv_query_gid reads it: each populated entry
-// RoCE v2 on the port's interface `ifname`; the kernel refuses to read the
-// attributes of an empty entry, so here they are absent.
+// Port 1's GID table of `table_len` entries (at least) as ibv_query_gid
+// reads it: each populated entry RoCE v2 on the port's interface `ifname`; the kernel refuses to
+// read the attributes of an empty entry, so here they are absent.
 bool write_gids(const std::string& port_dir, const std::vector<wire::IpAddr>& gids,
-                const std::string& ifname) {
-  const std::size_t table = std::max<std::size_t>(verbs::kGidTableLen, gids.size());
+                const std::string& ifname, std::size_t table_len) {
+  const std::size_t table = std::max(table_len, gids.size());
   for (std::size_t i = 0; i < table; ++i) {
     const std::string n = std::to_string(i);
     const bool set = i < gids.size() && gids[i] != wire::IpAddr{};
@@ -215,7 +215,8 @@ void update_sysfs_counters(verbs::Device& dev) {
 
 void update_sysfs_gids(const verbs::Device& dev) {
   if (sysfs_root().empty()) return;
-  if (!write_gids(device_dir(dev.name()) + "/ports/1/", dev.gids(), interface_of(dev.config())))
+  if (!write_gids(device_dir(dev.name()) + "/ports/1/", dev.gids(), interface_of(dev.config()),
+                  dev.port_attr().gid_tbl_len))
     log::get().warn("{}: rewriting its sysfs GID table failed: {}", dev.name(),
                     std::strerror(errno));
 }
@@ -272,7 +273,7 @@ bool write_sysfs_device(const UDevice& u) {
        // hw_counters' refresh period in ms, as the kernel's (the device
        // rewrites the counters about once a second: update_sysfs_counters).
        write_file(p + "hw_counters/lifespan", "10\n");
-  ok = ok && write_gids(p, gids, ifname);
+  ok = ok && write_gids(p, gids, ifname, verbs::kGidTableLen);
   if (!ok) {
     log::get().warn("{}: writing its sysfs tree in {} failed: {}", dc.name, d,
                     std::strerror(errno));

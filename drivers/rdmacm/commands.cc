@@ -218,9 +218,7 @@ int Ucma::resolve(File& f, std::uint32_t handle, const void* src, std::size_t sr
     // addresses; else the resolver picks the device's address toward
     // the destination.
     const auto info = cma.query(x.cma);
-    const auto& gids = cma.device().gids;
-    if (info && std::find(gids.begin(), gids.end(), info->src_ip) != gids.end())
-      source = info->src_ip;
+    if (info && cma.is_device_ip(info->src_ip)) source = info->src_ip;
     id = x.cma;
     return 0;
   });
@@ -246,8 +244,7 @@ int Ucma::query_route(File& f, const void* in, std::size_t in_len, std::size_t o
     // GUID, which librdmacm matches against ibv_get_device_guid, and no
     // kernel index (-1: match by GUID alone).
     resp.ibdev_index = static_cast<std::uint32_t>(-1);
-    const auto& gids = cma.device().gids;
-    if (std::find(gids.begin(), gids.end(), info->src_ip) == gids.end()) return 0;
+    if (!cma.is_device_ip(info->src_ip)) return 0;
     resp.node_guid = device_guid_;
     resp.port_num = cma.device().port_num;
     if (info->route) {
@@ -297,8 +294,7 @@ int Ucma::query(File& f, const void* in, std::size_t in_len, std::size_t out_len
     const auto info = cma.query(x.cma);
     if (!info) return EINVAL;
     resp.ibdev_index = static_cast<std::uint32_t>(-1);
-    const auto& gids = cma.device().gids;
-    if (std::find(gids.begin(), gids.end(), info->src_ip) != gids.end()) {
+    if (cma.is_device_ip(info->src_ip)) {
       resp.node_guid = device_guid_;
       resp.port_num = cma.device().port_num;
       resp.pkey = htobe16(wire::kDefaultPkey);

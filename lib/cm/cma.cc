@@ -46,7 +46,8 @@ const Cma::Id* Cma::find(std::uint32_t id) const {
 }
 
 bool Cma::is_device_ip(const IpAddr& a) const {
-  return std::find(device_.gids.begin(), device_.gids.end(), a) != device_.gids.end();
+  return a != IpAddr{} &&
+         std::find(device_.gids.begin(), device_.gids.end(), a) != device_.gids.end();
 }
 
 void Cma::queue(const Id& id, CmaEvent event) {

@@ -345,6 +345,9 @@ class Cma {
   IbCm& ib() { return ib_; }
   const IbCm& ib() const { return ib_; }
   const CmaDevice& device() const { return device_; }
+  /// Whether `a` is in the device's GID table. An empty entry (the zero
+  /// GID) is no address, though it equals IPv6's wildcard.
+  bool is_device_ip(const wire::IpAddr& a) const;
   /// The device's GID table changed (an address came or went): binds,
   /// routes and requests see the new one; connections made keep theirs.
   void set_gids(const std::vector<wire::IpAddr>& gids) {
@@ -410,7 +413,6 @@ class Cma {
   static bool is_any(const wire::IpAddr& a);
   Id* find(std::uint32_t id);
   const Id* find(std::uint32_t id) const;
-  bool is_device_ip(const wire::IpAddr& a) const;
   // cma_ports.cc
   int get_port(Id& id);
   int alloc_any_port(Id& id);

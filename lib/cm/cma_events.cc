@@ -319,7 +319,7 @@ int Cma::rep_recv(Id& id, Nanos now) {
 // --- rdma_init_qp_attr ---------------------------------------------------------------------
 
 std::uint8_t Cma::sgid_index(const IpAddr& gid) const {
-  for (std::size_t i = 0; i < device_.gids.size(); ++i)
+  for (std::size_t i = 0; gid != IpAddr{} && i < device_.gids.size(); ++i)
     if (device_.gids[i] == gid) return static_cast<std::uint8_t>(i);
   return 0;
 }

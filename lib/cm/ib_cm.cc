@@ -71,7 +71,8 @@ std::uint64_t IbCm::form_tid(const Conn& c) const {
 }
 
 std::uint8_t IbCm::sgid_index(const Gid& gid) const {
-  for (std::size_t i = 0; i < config_.gids.size(); ++i)
+  // An empty entry of the table (the zero GID) is nobody's.
+  for (std::size_t i = 0; gid != Gid{} && i < config_.gids.size(); ++i)
     if (config_.gids[i] == gid) return static_cast<std::uint8_t>(i);
   return 0;
 }

@@ -37,10 +37,14 @@ std::unique_ptr<AddressWatch> AddressWatch::open(const std::string& iface, std::
 AddressWatch::~AddressWatch() { close(fd_); }
 
 bool AddressWatch::changed() {
-  bool changed = false;
+  bool changed = first_;
+  first_ = false;
   alignas(nlmsghdr) char buf[8192];
   for (;;) {
-    const ssize_t n = recv(fd_, buf, sizeof(buf), MSG_DONTWAIT);
+    sockaddr_nl from{};
+    socklen_t from_len = sizeof(from);
+    const ssize_t n = recvfrom(fd_, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC,
+                               reinterpret_cast<sockaddr*>(&from), &from_len);
     if (n < 0) {
       // ENOBUFS: the socket overflowed and notifications were lost; the
       // addresses must be read again.
@@ -48,7 +52,12 @@ bool AddressWatch::changed() {
       if (errno == EINTR || errno == ENOBUFS) continue;
       return changed;  // EAGAIN: nothing more
     }
-    auto len = static_cast<unsigned>(n);
+    if (from.nl_pid != 0) continue;  // only the kernel speaks for it
+    if (static_cast<std::size_t>(n) > sizeof(buf)) {
+      changed = true;  // truncated: what it said is unknown
+      continue;
+    }
+    int len = static_cast<int>(n);
     for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
       if (h->nlmsg_type != RTM_NEWADDR && h->nlmsg_type != RTM_DELADDR) continue;
       if (h->nlmsg_len < NLMSG_LENGTH(sizeof(ifaddrmsg))) continue;

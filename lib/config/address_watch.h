@@ -21,14 +21,16 @@ class AddressWatch {
   AddressWatch& operator=(const AddressWatch&) = delete;
 
   /// Whether an address of the interface came or went since the last call
-  /// (or the kernel dropped notifications, when nobody can tell). Reads
-  /// what rtnetlink sent; never blocks.
+  /// (or the kernel dropped notifications, when nobody can tell); true at
+  /// the first call, since the addresses were read before the watch began.
+  /// Reads what rtnetlink sent; never blocks.
   bool changed();
 
  private:
   AddressWatch(int fd, unsigned ifindex) : fd_(fd), ifindex_(ifindex) {}
   int fd_;
   unsigned ifindex_;
+  bool first_ = true;
 };
 
 }  // namespace uroce::config

@@ -232,7 +232,8 @@ void Server::follow_addresses() {
       if (const auto ip = wire::IpAddr::parse(p.address)) ips.push_back(*ip);
     const bool changed = d.gids->update(ips);
     // Programs that attach from now on are given the addresses in the
-    // table's order, so that their GID indices are the daemon's.
+    // table's order: their GID indices are the daemon's while the table
+    // has no empty entry (the list they are given has none).
     d.cfg.ip.clear();
     for (const wire::IpAddr& g : d.gids->entries())
       for (const IpPrefix& p : *now)

@@ -219,6 +219,7 @@ void Engine::set_addresses(std::vector<wire::IpAddr> addresses) {
 std::optional<wire::MacAddr> Engine::resolve(const wire::IpAddr& ip,
                                              std::chrono::milliseconds timeout) {
   if (auto mac = host_.lookup(ip)) return mac;
+  if (timeout.count() == 0) return std::nullopt;  // not known; the caller may not wait
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   auto next_request = std::chrono::steady_clock::now();
   while (std::chrono::steady_clock::now() < deadline) {

@@ -236,8 +236,16 @@ void Device::follow_addresses() {
   std::vector<wire::IpAddr> engine_addresses;
   {
     std::lock_guard lock(gid_mu_);
-    addresses_ = std::move(*now);
-    if (!gid_table_.update(ips)) return;
+    const bool changed = gid_table_.update(ips);
+    // What a full table left out is no source address either.
+    const auto& in_table = gid_table_.entries();
+    addresses_.clear();
+    for (IpPrefix& p : *now) {
+      const auto ip = wire::IpAddr::parse(p.address);
+      if (ip && std::find(in_table.begin(), in_table.end(), *ip) != in_table.end())
+        addresses_.push_back(std::move(p));
+    }
+    if (!changed) return;
     if (gid_table_.left_out() != 0)
       log::get().warn("{}: the GID table is full; {} address(es) left out", cfg_.name,
                       gid_table_.left_out());
@@ -246,7 +254,12 @@ void Device::follow_addresses() {
   }
   // Outside gid_mu_: the engine thread reads the GIDs holding the engine.
   engine_->set_addresses(std::move(engine_addresses));
-  if (Gsi* g = gsi_.load(std::memory_order_acquire)) g->set_gids(entries);
+  {
+    // Under gsi_mu_: a Gsi made meanwhile copied the table, old or new;
+    // one made after this sees the new one.
+    std::lock_guard lock(gsi_mu_);
+    if (gsi_owner_) gsi_owner_->set_gids(entries);
+  }
   log::get().info("{}: the GID table changed, {} entries", cfg_.name, entries.size());
   std::lock_guard lock(link_mu_);
   for (const auto& [handle, fn] : link_listeners_) fn(PortEvent::kGidChange);
@@ -512,7 +525,7 @@ int Device::detach_mcast(const wire::IpAddr& group, std::uint32_t qpn) {
 }
 
 int Device::resolve(const AddressVector& av, std::uint32_t src_qpn, std::uint32_t dst_qpn,
-                    wire::RoceRoute* out) {
+                    wire::RoceRoute* out, std::chrono::milliseconds timeout) {
   if (!av.has_grh || (av.port_num != 0 && av.port_num != 1)) return EINVAL;
   const std::vector<wire::IpAddr> gids = this->gids();
   if (av.sgid_index >= gids.size() || gids[av.sgid_index] == wire::IpAddr{}) return EINVAL;
@@ -520,7 +533,7 @@ int Device::resolve(const AddressVector& av, std::uint32_t src_qpn, std::uint32_
   dst.bytes = av.dgid;
   const wire::IpAddr& src = gids[av.sgid_index];
   if (src.is_v4() != dst.is_v4()) return EINVAL;
-  const auto route = engine_->route_to(src, dst, std::chrono::milliseconds(3000));
+  const auto route = engine_->route_to(src, dst, timeout);
   if (!route) return EHOSTUNREACH;
   *out = *route;
   out->dscp = av.traffic_class >> 2 ? static_cast<std::uint8_t>(av.traffic_class >> 2) : cfg_.dscp;

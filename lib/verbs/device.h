@@ -9,6 +9,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -150,9 +151,12 @@ class Device {
   /// The route (Ethernet/IP/UDP template) an address vector describes,
   /// resolving the peer's MAC with ARP; EINVAL for an address without a
   /// GRH, another port, a bad GID index or a source and destination of
-  /// different families; EHOSTUNREACH when the peer does not answer.
+  /// different families; EHOSTUNREACH when the peer does not answer
+  /// within `timeout` (with 0, when its MAC is not known already: then
+  /// this neither waits nor takes the engine).
   int resolve(const AddressVector& av, std::uint32_t src_qpn, std::uint32_t dst_qpn,
-              wire::RoceRoute* out);
+              wire::RoceRoute* out,
+              std::chrono::milliseconds timeout = std::chrono::milliseconds(3000));
 
   /// Attaches `qp` to the multicast group `group` in the engine, within
   /// the device's limits on groups and attachments (ENOMEM past them, as

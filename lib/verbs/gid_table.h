@@ -6,7 +6,10 @@
 // from the MAC, then one RoCE v2 GID per address of the device. QPs and
 // address handles name a GID by its index, so an address keeps its entry
 // for as long as it is there: a removed address leaves its entry empty
-// (the zero GID), and a new one takes the lowest empty entry.
+// (the zero GID), and a new one takes the lowest empty entry. Unlike the
+// kernel, which keeps an entry that QPs still hold until they let go, a
+// new address may take it at once: a QP or AH resolves its source address
+// when it is made or modified, so those that named the old one keep it.
 
 #include <cstddef>
 #include <vector>

@@ -251,9 +251,9 @@ bool Gsi::flush_mads() {
 }
 
 bool Gsi::post_mad(const cm::OutMad& m) {
-  const auto& gids = dev_.gids();
+  const auto gids = dev_.gids();
   const auto gid = std::find(gids.begin(), gids.end(), m.to.local_ip);
-  if (gid == gids.end()) {
+  if (m.to.local_ip == wire::IpAddr{} || gid == gids.end()) {
     counters_.inc(GsiCounter::kTxNoRoute);
     return false;
   }
@@ -264,8 +264,10 @@ bool Gsi::post_mad(const cm::OutMad& m) {
   av.traffic_class = m.to.traffic_class;
   av.flow_label = m.to.flow_label;
   wire::RoceRoute route;
-  // The peer's MAC is known (flush_mads asked): this does not wait.
-  if (dev_.resolve(av, kQpn, m.to.remote_qpn, &route) != 0) {
+  // The peer's MAC was known when flush_mads asked. Not waiting: this
+  // may hold the engine, and the send lock the engine thread takes (an
+  // address of ours removed meanwhile is no longer delivered inside).
+  if (dev_.resolve(av, kQpn, m.to.remote_qpn, &route, std::chrono::milliseconds(0)) != 0) {
     counters_.inc(GsiCounter::kTxNoRoute);
     return false;
   }

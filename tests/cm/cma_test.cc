@@ -138,6 +138,19 @@ TEST_F(CmaBind, AnEphemeralPortIsSharedByConnectionsToDifferentPeers) {
   EXPECT_EQ(connect_to("10.77.0.2"), -EADDRNOTAVAIL);
 }
 
+TEST_F(CmaBind, AnEmptyGidEntryIsNoAddressOfTheDevice) {
+  // Expect: an address removed from a netdev device's interface leaves a
+  // zero entry, which equals IPv6's wildcard: neither is the device's, and
+  // a new table replaces the old.
+  cma().set_gids({*IpAddr::parse("fe80::1"), IpAddr{}, *IpAddr::parse("fd77::1")});
+  EXPECT_FALSE(cma().is_device_ip(any6_));
+  EXPECT_TRUE(cma().is_device_ip(*IpAddr::parse("fd77::1")));
+  EXPECT_FALSE(cma().is_device_ip(b_));
+  cma().set_gids({*IpAddr::parse("fe80::1"), b_});
+  EXPECT_TRUE(cma().is_device_ip(b_));
+  EXPECT_FALSE(cma().is_device_ip(*IpAddr::parse("fd77::1")));
+}
+
 TEST_F(CmaBind, ListenWithoutBindTakesTheIpv4AnyAddressAndAnEphemeralPort) {
   const std::uint32_t l = id();
   ASSERT_EQ(cma().listen(l, 0), 0);
