@@ -57,12 +57,21 @@ bool AddressWatch::changed() {
       changed = true;  // truncated: what it said is unknown
       continue;
     }
-    int len = static_cast<int>(n);
-    for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
-      if (h->nlmsg_type != RTM_NEWADDR && h->nlmsg_type != RTM_DELADDR) continue;
-      if (h->nlmsg_len < NLMSG_LENGTH(sizeof(ifaddrmsg))) continue;
-      const auto* ifa = static_cast<const ifaddrmsg*>(NLMSG_DATA(h));
-      if (ifa->ifa_index == ifindex_) changed = true;
+    // Each message in turn, its length checked against what was read
+    // (the NLMSG_* macros mix signed and unsigned lengths).
+    constexpr std::size_t kHdr = NLMSG_ALIGN(sizeof(nlmsghdr));
+    const auto total = static_cast<std::size_t>(n);
+    for (std::size_t off = 0; off + sizeof(nlmsghdr) <= total;) {
+      nlmsghdr h;
+      std::memcpy(&h, buf + off, sizeof(h));
+      if (h.nlmsg_len < sizeof(nlmsghdr) || h.nlmsg_len > total - off) break;
+      if ((h.nlmsg_type == RTM_NEWADDR || h.nlmsg_type == RTM_DELADDR) &&
+          h.nlmsg_len >= kHdr + sizeof(ifaddrmsg)) {
+        ifaddrmsg ifa;
+        std::memcpy(&ifa, buf + off + kHdr, sizeof(ifa));
+        if (ifa.ifa_index == ifindex_) changed = true;
+      }
+      off += NLMSG_ALIGN(h.nlmsg_len);
     }
   }
 }
