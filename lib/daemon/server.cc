@@ -13,11 +13,11 @@
 #include <cstring>
 #include <thread>
 
-#include "config/netdev.h"
 #include "daemon/protocol.h"
 #include "log/log.h"
 #include "stats/stats_server.h"
 #include "verbs/device.h"
+#include "verbs/netdev_gids.h"
 #include "verbs/port_driver.h"
 
 namespace uroce::daemon {
@@ -225,24 +225,15 @@ std::uint32_t Server::run_once(bool control) {
 void Server::follow_addresses() {
   for (Device& d : devices_) {
     if (!d.watch || !d.watch->changed()) continue;
-    auto now = config::netdev_addresses(d.cfg.netdev);
-    if (!now) continue;  // the interface is gone: its link is down anyway
-    std::vector<wire::IpAddr> ips;
-    for (const IpPrefix& p : *now)
-      if (const auto ip = wire::IpAddr::parse(p.address)) ips.push_back(*ip);
-    const bool changed = d.gids->update(ips);
     // Programs that attach from now on are given the addresses in the
-    // table's order: their GID indices are the daemon's while the table
-    // has no empty entry (the list they are given has none).
-    d.cfg.ip.clear();
-    for (const wire::IpAddr& g : d.gids->entries())
-      for (const IpPrefix& p : *now)
-        if (wire::IpAddr::parse(p.address) == g) d.cfg.ip.push_back(p);
-    if (!changed) continue;
+    // table's order (d.cfg.ip): their GID indices are the daemon's while
+    // the table has no empty entry (the list they are given has none).
+    const auto changed = verbs::reread_netdev(d.cfg.netdev, *d.gids, d.cfg.ip);
+    if (!changed || !*changed) continue;
     // Programs attached follow the interface themselves (verbs::Device);
     // the host's switch and engine take and check frames for the new set.
     d.sw->set_addresses(d.gids->addresses());
-    log::get().info("{}: the interface's addresses changed, {} now", d.cfg.name, ips.size());
+    log::get().info("{}: the interface's addresses changed, {} now", d.cfg.name, d.cfg.ip.size());
   }
 }
 

@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <thread>
 
-#include "config/netdev.h"
 #include "log/log.h"
 #include "pfc/classify.h"
 #include "port/fault_port.h"
@@ -18,6 +17,7 @@
 #include "verbs/dm.h"
 #include "verbs/gsi.h"
 #include "verbs/mr.h"
+#include "verbs/netdev_gids.h"
 #include "verbs/pd.h"
 #include "verbs/port_driver.h"
 
@@ -227,25 +227,12 @@ std::vector<IpPrefix> Device::addresses() const {
 
 void Device::follow_addresses() {
   if (!address_watch_ || !address_watch_->changed()) return;
-  auto now = config::netdev_addresses(cfg_.netdev);
-  if (!now) return;  // the interface is gone: its link is down anyway
-  std::vector<wire::IpAddr> ips;
-  for (const IpPrefix& p : *now)
-    if (const auto ip = wire::IpAddr::parse(p.address)) ips.push_back(*ip);
   std::vector<wire::IpAddr> entries;
   std::vector<wire::IpAddr> engine_addresses;
   {
     std::lock_guard lock(gid_mu_);
-    const bool changed = gid_table_.update(ips);
-    // What a full table left out is no source address either.
-    const auto& in_table = gid_table_.entries();
-    addresses_.clear();
-    for (IpPrefix& p : *now) {
-      const auto ip = wire::IpAddr::parse(p.address);
-      if (ip && std::find(in_table.begin(), in_table.end(), *ip) != in_table.end())
-        addresses_.push_back(std::move(p));
-    }
-    if (!changed) return;
+    const auto changed = reread_netdev(cfg_.netdev, gid_table_, addresses_);
+    if (!changed || !*changed) return;
     if (gid_table_.left_out() != 0)
       log::get().warn("{}: the GID table is full; {} address(es) left out", cfg_.name,
                       gid_table_.left_out());
