@@ -30,6 +30,7 @@ enum class EngineCounter : std::uint8_t {
   kRxNdp,  ///< neighbour solicitations and advertisements
   kTxNeighborAdvert,
   kTxNeighborSolicit,
+  kKernelNeighborSolicit,  ///< resolutions asked of the kernel (netdev mode)
   kRxMacControl,
   kRxMacControlDropped,  ///< malformed PAUSE/PFC frames
   kRxBufferDropped,      ///< frames the full receive buffer could not take
@@ -82,6 +83,8 @@ constexpr std::string_view name(EngineCounter c) {
       return "tx_neighbor_advert";
     case EngineCounter::kTxNeighborSolicit:
       return "tx_neighbor_solicit";
+    case EngineCounter::kKernelNeighborSolicit:
+      return "kernel_neighbor_solicit";
     case EngineCounter::kRxMacControl:
       return "rx_mac_control";
     case EngineCounter::kRxMacControlDropped:

@@ -21,7 +21,8 @@ using wire::ConstBytes;
 Engine::Engine(port::Port& port, EngineConfig cfg)
     : port_(port),
       cfg_(std::move(cfg)),
-      host_(cfg_.addresses, cfg_.vlan_id, port.mac(), port, *this, counters_, cfg_.kernel_stack),
+      host_(cfg_.addresses, cfg_.vlan_id, port.mac(), port, *this, counters_, cfg_.kernel_stack,
+            cfg_.kernel_neighbors),
       rx_(port, cfg_.rx_buffer, cfg_.pfc, port.mac(), *this, counters_),
       self_(port, host_, *this, counters_, cfg_.loopback_tap),
       ipv4_checksum_offload_(port.offloads_ipv4_checksum()),

@@ -61,6 +61,9 @@ struct EngineConfig {
   /// ARP, neighbour solicitations and pings for them; the engine only
   /// learns its peers' MACs and asks for them.
   bool kernel_stack = false;
+  /// Netdev mode: the kernel's neighbour table, where peers' MACs are
+  /// found (the engine then neither asks for them nor learns them).
+  std::shared_ptr<NeighborSource> kernel_neighbors;
   std::uint16_t rx_burst = kDefaultRxBurst;
   std::uint32_t tx_budget_per_qp = 16;  ///< packets one QP may send per turn
   /// The device daemon's engine: what its QPs do not take goes to the

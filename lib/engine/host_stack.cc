@@ -13,14 +13,16 @@ namespace uroce::engine {
 using wire::ConstBytes;
 
 HostStack::HostStack(std::vector<wire::IpAddr> addresses, std::uint16_t vlan_id, wire::MacAddr mac,
-                     port::Port& port, FramePath& path, EngineCounters& counters, bool kernel_stack)
+                     port::Port& port, FramePath& path, EngineCounters& counters, bool kernel_stack,
+                     std::shared_ptr<NeighborSource> kernel_neighbors)
     : addresses_(std::move(addresses)),
       vlan_id_(vlan_id),
       mac_(mac),
       port_(port),
       path_(path),
       counters_(counters),
-      answers_(!port.shared() && !kernel_stack) {}
+      answers_(!port.shared() && !kernel_stack),
+      kernel_neighbors_(std::move(kernel_neighbors)) {}
 
 bool HostStack::is_local(const wire::IpAddr& ip) const {
   return std::find(addresses_.begin(), addresses_.end(), ip) != addresses_.end();
@@ -83,6 +85,11 @@ void HostStack::on_icmp(ConstBytes frame, const wire::FrameClass& c) {
 }
 
 void HostStack::send_request(const wire::IpAddr& target) {
+  if (kernel_neighbors_) {
+    kernel_neighbors_->solicit(target);
+    counters_.inc(EngineCounter::kKernelNeighborSolicit);
+    return;
+  }
   const bool v4 = target.is_v4();
   const auto src = std::find_if(addresses_.begin(), addresses_.end(),
                                 [v4](const wire::IpAddr& a) { return a.is_v4() == v4; });

@@ -8,6 +8,7 @@
 // the engine's host side; engine thread, except lookup().
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -26,9 +27,12 @@ class HostStack {
  public:
   /// `addresses` are the device's; the first of each family sources its
   /// ARP requests and neighbour solicitations. With `kernel_stack` the
-  /// kernel answers for them (netdev mode), so this stack never does.
+  /// kernel answers for them (netdev mode), so this stack never does; with
+  /// `kernel_neighbors` too, peers' MACs are the kernel's to find, and
+  /// this stack neither asks for them nor learns them.
   HostStack(std::vector<wire::IpAddr> addresses, std::uint16_t vlan_id, wire::MacAddr mac,
-            port::Port& port, FramePath& path, EngineCounters& counters, bool kernel_stack = false);
+            port::Port& port, FramePath& path, EngineCounters& counters, bool kernel_stack = false,
+            std::shared_ptr<NeighborSource> kernel_neighbors = nullptr);
 
   /// Whether `ip` is one of the device's addresses. Engine thread: the
   /// receive path asks for every packet, and the addresses change only
@@ -52,10 +56,12 @@ class HostStack {
   void on_icmp(wire::ConstBytes frame, const wire::FrameClass& c);
 
   /// Asks for the MAC of `target`: ARP for IPv4, a Neighbor Solicitation
-  /// to its solicited-node group for IPv6.
+  /// to its solicited-node group for IPv6; or has the kernel ask.
   void send_request(const wire::IpAddr& target);
-  /// The MAC of `ip` when it has been learnt. Any thread.
+  /// The MAC of `ip` when it has been learnt (or the kernel has it). Any
+  /// thread.
   std::optional<wire::MacAddr> lookup(const wire::IpAddr& ip) const {
+    if (kernel_neighbors_) return kernel_neighbors_->lookup(ip);
     return neighbors_.lookup(ip);
   }
 
@@ -78,6 +84,7 @@ class HostStack {
   /// the host, nor when the kernel has these addresses (netdev mode).
   const bool answers_;
   Neighbors neighbors_;
+  const std::shared_ptr<NeighborSource> kernel_neighbors_;
 };
 
 }  // namespace uroce::engine

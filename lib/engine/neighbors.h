@@ -3,7 +3,8 @@
 
 // The neighbour table: IP address to MAC, learnt from ARP and IPv6
 // neighbour discovery. Written by the engine thread, read by whoever
-// resolves an address vector.
+// resolves an address vector. A device that shares its interface with the
+// kernel (netdev mode) asks the kernel's table instead (NeighborSource).
 
 #include <map>
 #include <mutex>
@@ -13,6 +14,17 @@
 #include "wire/ip.h"
 
 namespace uroce::engine {
+
+/// Another's neighbour table, which its owner keeps: the kernel's for a
+/// netdev device (config/kernel_neighbors.h). Any thread.
+class NeighborSource {
+ public:
+  virtual ~NeighborSource() = default;
+  /// The MAC of `ip` when the table has a usable one.
+  virtual std::optional<wire::MacAddr> lookup(const wire::IpAddr& ip) = 0;
+  /// Has the owner resolve `ip` (its ARP or neighbour discovery).
+  virtual void solicit(const wire::IpAddr& ip) = 0;
+};
 
 class Neighbors {
  public:

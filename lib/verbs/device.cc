@@ -18,6 +18,7 @@
 #include "verbs/gsi.h"
 #include "verbs/mr.h"
 #include "verbs/netdev_gids.h"
+#include "verbs/netdev_neighbors.h"
 #include "verbs/pd.h"
 #include "verbs/port_driver.h"
 
@@ -110,6 +111,7 @@ bool Device::engine_setup(const DeviceConfig& dc, const Config& c, const wire::M
   ec->ud_priority = tagged ? dc.pcp : pfc::dscp_priority(dc.dscp);
   ec->vlan_id = dc.vlan_id;
   ec->kernel_stack = !dc.netdev.empty();
+  if (ec->kernel_stack) ec->kernel_neighbors = kernel_neighbors(dc.netdev);
   return true;
 }
 
