@@ -96,13 +96,13 @@ class SeriesWriter {
                        "\"ecn_marked\":%llu,\"dropped\":%llu,\"pfc_tx\":%llu,\"pfc_rx\":%llu,"
                        "\"paused_us\":%llu}\n",
                        t, p, q, v(qc.rx_bytes), v(qc.tx_bytes), v(qc.depth), v(qc.max_depth),
-                       v(qc.ecn_marked), v(qc.dropped), prio(pfc::PrioCounter::kTxPause), prio(pfc::PrioCounter::kRxPause),
-                       prio(pfc::PrioCounter::kRxPauseDuration));
+                       v(qc.ecn_marked), v(qc.dropped), prio(pfc::PrioCounter::kTxPause),
+                       prio(pfc::PrioCounter::kRxPause), prio(pfc::PrioCounter::kRxPauseDuration));
         } else {
           std::fprintf(f_, "%.6f,%u,%u,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu\n", t, p, q,
                        v(qc.rx_bytes), v(qc.tx_bytes), v(qc.depth), v(qc.max_depth),
-                       v(qc.ecn_marked), v(qc.dropped), prio(pfc::PrioCounter::kTxPause), prio(pfc::PrioCounter::kRxPause),
-                       prio(pfc::PrioCounter::kRxPauseDuration));
+                       v(qc.ecn_marked), v(qc.dropped), prio(pfc::PrioCounter::kTxPause),
+                       prio(pfc::PrioCounter::kRxPause), prio(pfc::PrioCounter::kRxPauseDuration));
         }
       }
     }
@@ -248,7 +248,7 @@ int main(int argc, char** argv) {
   std::vector<port::Port*> raw;
   for (std::size_t i = 0; i < o.ports.size(); ++i) {
     dpdk::PortOptions po;
-    po.mtu = dpdk::af_packet_link_mtu(o.ports[i]);
+    po.mtu = dpdk::kernel_iface_mtu(o.ports[i]);
     std::string err;
     auto p = dpdk::DpdkPort::open(o.ports[i], po, &err);
     if (!p) {

@@ -20,6 +20,8 @@ packages=(
   build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
   # the datapath and its libraries
   libdpdk-dev libisal-dev zlib1g-dev libboost-dev libspdlog-dev libfmt-dev libtomlplusplus-dev
+  # the XDP program of the af_xdp port (clang -target bpf; bpf_helpers.h)
+  libbpf-dev
   # the verbs surface and the unmodified programs that must run over it
   # (rdmacm-utils: rping, ucmatose, udaddy, rdma_server/client on librdmacm)
   libibverbs-dev ibverbs-utils perftest rdmacm-utils

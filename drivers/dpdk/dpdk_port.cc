@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "dpdk/af_xdp.h"
 #include "dpdk/eal.h"
 #include "log/log.h"
 #include "port/params.h"
@@ -47,7 +48,7 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
     log::get().info("port {}: shares {} with the kernel ({} packet sockets filtered)", id,
                     opts.netdev, p->netdev_->filtered());
   }
-  p->iface_ = af_packet_iface(device);
+  p->iface_ = kernel_iface(device);
   if (!p->iface_.empty()) p->ioctl_fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
   rte_eth_dev_info info;
@@ -60,26 +61,48 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
   if (opts.mtu != 0) mtu = static_cast<std::uint16_t>(opts.mtu);
   p->mtu_ = mtu;
 
-  // Whole frames plus a kilobyte: net_af_packet wants room for its own
-  // frame header beside the largest frame (framesz=9216 on a 9000 MTU).
-  const std::uint32_t room = std::max<std::uint32_t>(
-      RTE_MBUF_DEFAULT_DATAROOM, ((mtu + kL2Overhead + 1023) / 1024 + 1) * 1024);
-  // Beyond its rings, the pool has a buffer for every frame its users may
-  // hold (port/params.h).
-  const unsigned n = opts.rx_desc + opts.tx_desc + port::kPoolSpare;
+  p->af_xdp_ = is_af_xdp(device);
+  std::uint16_t rxd = opts.rx_desc, txd = opts.tx_desc;
   const std::string pool_name = "uroce_pool" + std::to_string(id);
-  p->pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), n, 256, 0,
-                                     static_cast<std::uint16_t>(room + RTE_PKTMBUF_HEADROOM),
-                                     static_cast<int>(rte_eth_dev_socket_id(id)));
-  if (!p->pool_) {
-    *error = "cannot create the mbuf pool (" + std::to_string(n) + " mbufs of " +
-             std::to_string(room) + " bytes): " + rte_strerror(rte_errno);
-    return nullptr;
+  if (p->af_xdp_) {
+    p->xdp_claim_ = XdpClaim::take(p->iface_, error);
+    if (!p->xdp_claim_) return nullptr;
+    // The kernel places each frame in one page-sized UMEM chunk: a larger
+    // MTU than fits is not the port's (af_xdp.h).
+    if (mtu + kL2Overhead > kAfXdpMaxFrame) {
+      log::get().warn("port {}: af_xdp takes frames of at most {} bytes: MTU {}, not {}", id,
+                      kAfXdpMaxFrame, kAfXdpMaxFrame - kL2Overhead, mtu);
+      p->mtu_ = kAfXdpMaxFrame - kL2Overhead;
+    }
+    rxd = txd = kAfXdpDesc;
+    const unsigned n = std::max(kAfXdpMbufs, 2u * kAfXdpDesc + port::kPoolSpare);
+    p->pool_ = af_xdp_pool(pool_name, n, static_cast<int>(rte_eth_dev_socket_id(id)), error);
+    if (!p->pool_) {
+      *error = "cannot create the af_xdp mbuf pool: " + *error;
+      return nullptr;
+    }
+  } else {
+    // Whole frames plus a kilobyte: net_af_packet wants room for its own
+    // frame header beside the largest frame (framesz=9216 on a 9000 MTU).
+    const std::uint32_t room = std::max<std::uint32_t>(
+        RTE_MBUF_DEFAULT_DATAROOM, ((mtu + kL2Overhead + 1023) / 1024 + 1) * 1024);
+    // Beyond its rings, the pool has a buffer for every frame its users
+    // may hold (port/params.h).
+    const unsigned n = opts.rx_desc + opts.tx_desc + port::kPoolSpare;
+    p->pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), n, 256, 0,
+                                       static_cast<std::uint16_t>(room + RTE_PKTMBUF_HEADROOM),
+                                       static_cast<int>(rte_eth_dev_socket_id(id)));
+    if (!p->pool_) {
+      *error = "cannot create the mbuf pool (" + std::to_string(n) + " mbufs of " +
+               std::to_string(room) + " bytes): " + rte_strerror(rte_errno);
+      return nullptr;
+    }
   }
   // Tell the port the MTU only if it can take it: net_af_packet in DPDK
   // 22.11 claims 1518-byte frames whatever its framesz allows, yet passes
-  // jumbo frames once the mbufs are large enough.
-  const bool port_takes_mtu = opts.mtu != 0 && opts.mtu + 18 <= info.max_rx_pktlen;
+  // jumbo frames once the mbufs are large enough. net_af_xdp would set
+  // the kernel interface's MTU, which is the kernel's.
+  const bool port_takes_mtu = !p->af_xdp_ && opts.mtu != 0 && opts.mtu + 18 <= info.max_rx_pktlen;
   rte_eth_conf conf{};
   if (port_takes_mtu) conf.rxmode.mtu = opts.mtu;
   // IPv4 header checksums in the NIC when it offers to: one header sum
@@ -92,13 +115,13 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
     *error = errstr("rte_eth_dev_configure", rc);
     return nullptr;
   }
-  std::uint16_t rxd = opts.rx_desc, txd = opts.tx_desc;
   rte_eth_dev_adjust_nb_rx_tx_desc(id, &rxd, &txd);
   const int socket = rte_eth_dev_socket_id(id);
   if (int rc = rte_eth_rx_queue_setup(id, 0, rxd, socket, nullptr, p->pool_); rc != 0) {
     *error = errstr("rte_eth_rx_queue_setup", rc);
     return nullptr;
   }
+  if (p->xdp_claim_) p->xdp_claim_->attached();
   if (int rc = rte_eth_tx_queue_setup(id, 0, txd, socket, nullptr); rc != 0) {
     *error = errstr("rte_eth_tx_queue_setup", rc);
     return nullptr;
@@ -131,8 +154,12 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
 
 DpdkPort::~DpdkPort() {
   if (ioctl_fd_ >= 0) close(ioctl_fd_);
-  rte_eth_dev_stop(port_id_);
-  rte_eth_dev_close(port_id_);
+  // net_af_xdp's close takes whatever program is on the interface off
+  // it: without the claim, that is another live program's.
+  if (!af_xdp_ || xdp_claim_) {
+    rte_eth_dev_stop(port_id_);
+    rte_eth_dev_close(port_id_);
+  }
   if (pool_) rte_mempool_free(pool_);
 }
 
@@ -145,6 +172,13 @@ void DpdkPort::attach_thread() {
 std::uint16_t DpdkPort::rx_burst(port::RxFrame* out, std::uint16_t max) {
   rte_mbuf* m[port::kRxBurst];
   const std::uint16_t n = rte_eth_rx_burst(port_id_, 0, m, std::min(max, port::kRxBurst));
+  if (n == 0 && af_xdp_ && sent_since_reap_) {
+    // net_af_xdp takes back sent mbufs from the completion ring only in
+    // tx_burst: when the sending stops, an empty burst reaps them, or
+    // the pool drains into the ring.
+    rte_eth_tx_burst(port_id_, 0, nullptr, 0);
+    sent_since_reap_ = false;
+  }
   std::uint16_t k = 0;
   for (std::uint16_t i = 0; i < n; ++i) {
     if (m[i]->nb_segs != 1) {
@@ -196,7 +230,9 @@ std::uint16_t DpdkPort::tx_burst(port::TxFrame* frames, std::uint16_t n) {
       m[i]->l3_len = 20;
     }
   }
-  return rte_eth_tx_burst(port_id_, 0, m, n);
+  const std::uint16_t sent = rte_eth_tx_burst(port_id_, 0, m, n);
+  sent_since_reap_ = sent_since_reap_ || sent != 0;
+  return sent;
 }
 
 void DpdkPort::tx_free(port::TxFrame& frame) {
@@ -219,6 +255,19 @@ std::uint32_t DpdkPort::speed_mbps() const {
   rte_eth_link link{};
   rte_eth_link_get_nowait(port_id_, &link);
   return link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN ? 0 : link.link_speed;
+}
+
+void DpdkPort::for_each_stat(const StatFn& fn) const {
+  fn("mbufs", pool_->size);
+  fn("mbufs_free", rte_mempool_avail_count(pool_));
+  rte_eth_stats st{};
+  if (rte_eth_stats_get(port_id_, &st) != 0) return;
+  fn("ipackets", st.ipackets);
+  fn("opackets", st.opackets);
+  fn("imissed", st.imissed);  // the ring was full (af_xdp: the kernel's drops too)
+  fn("ierrors", st.ierrors);
+  fn("oerrors", st.oerrors);  // frames the port took and could not send
+  fn("rx_nombuf", st.rx_nombuf);
 }
 
 int DpdkPort::enable_hardware_pfc(std::uint8_t lossless, std::uint16_t quanta) {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #pragma once
 
-// A uroce Port on a DPDK ethdev: net_af_packet on a veth, net_memif,
-// net_ring, net_tap or a PCI NIC.
+// A uroce Port on a DPDK ethdev: net_af_packet on a veth, net_af_xdp on a
+// kernel interface, net_memif, net_ring, net_tap or a PCI NIC.
 
 #include <rte_mbuf.h>
 
@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "dpdk/af_xdp.h"
 #include "dpdk/netdev_share.h"
 #include "port/port.h"
 
@@ -46,6 +47,9 @@ class DpdkPort : public port::Port {
   bool offloads_ipv4_checksum() const override { return ipv4_checksum_offload_; }
   std::uint32_t speed_mbps() const override;
   int enable_hardware_pfc(std::uint8_t lossless, std::uint16_t quanta) override;
+  /// mbufs (the pool's size), mbufs_free (in it now: with the port idle,
+  /// its rings' share only), and the ethdev's counters.
+  void for_each_stat(const StatFn& fn) const override;
 
   std::uint16_t port_id() const { return port_id_; }
 
@@ -53,6 +57,11 @@ class DpdkPort : public port::Port {
   DpdkPort() = default;
   std::uint16_t port_id_ = 0;
   bool ipv4_checksum_offload_ = false;
+  /// net_af_xdp: its pool is the kernel's UMEM (af_xdp.h), and what it
+  /// sent comes back only through tx_burst.
+  bool af_xdp_ = false;
+  bool sent_since_reap_ = false;
+  std::unique_ptr<XdpClaim> xdp_claim_;
   /// net_af_packet keeps its link up whatever the interface does: for it
   /// the interface's carrier (IFF_RUNNING) is the link state, asked of the
   /// kernel through a socket opened in the port's network namespace.

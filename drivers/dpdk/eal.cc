@@ -3,8 +3,8 @@
 
 #include <net/if.h>
 #include <rte_eal.h>
-#include <rte_lcore.h>
 #include <rte_errno.h>
+#include <rte_lcore.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -15,6 +15,7 @@
 #include <numeric>
 #include <thread>
 
+#include "dpdk/af_xdp.h"
 #include "log/log.h"
 
 namespace uroce::dpdk {
@@ -76,8 +77,8 @@ std::vector<std::string> eal_arguments(const EalOptions& opts) {
   return a;
 }
 
-std::string af_packet_iface(const std::string& vdev) {
-  if (vdev.rfind("net_af_packet", 0) != 0) return {};
+std::string kernel_iface(const std::string& vdev) {
+  if (!vdev.starts_with("net_af_packet") && !is_af_xdp(vdev)) return {};
   const auto at = vdev.find("iface=");
   if (at == std::string::npos) return {};
   const auto end = vdev.find(',', at);
@@ -85,8 +86,8 @@ std::string af_packet_iface(const std::string& vdev) {
   return iface.size() < IFNAMSIZ ? iface : std::string();
 }
 
-std::uint32_t af_packet_link_mtu(const std::string& vdev) {
-  const std::string iface = af_packet_iface(vdev);
+std::uint32_t kernel_iface_mtu(const std::string& vdev) {
+  const std::string iface = kernel_iface(vdev);
   if (iface.empty()) return 0;
   // Asked through a socket rather than sysfs, which shows the network
   // namespace it was mounted in, not necessarily ours.
@@ -100,6 +101,7 @@ std::uint32_t af_packet_link_mtu(const std::string& vdev) {
 }
 
 std::string with_vdev_defaults(const std::string& vdev) {
+  if (is_af_xdp(vdev)) return af_xdp_vdev_defaults(vdev);
   if (vdev.rfind("net_af_packet", 0) != 0) return vdev;
   std::string out = vdev;
   // The default ring of 256 frames overflows under a burst of RDMA
@@ -109,7 +111,7 @@ std::string with_vdev_defaults(const std::string& vdev) {
   // a block must hold whole frames (the PMD sizes the ring as framecnt *
   // framesz / blocksz blocks): framesz in kilobytes, blocksz the least
   // multiple of both it and the page.
-  const std::uint32_t mtu = af_packet_link_mtu(vdev);
+  const std::uint32_t mtu = kernel_iface_mtu(vdev);
   if (mtu > 1500 && vdev.find("framesz=") == std::string::npos &&
       vdev.find("blocksz=") == std::string::npos) {
     const std::uint32_t framesz = (mtu + 18 + 64 + 1023) / 1024 * 1024;

@@ -54,16 +54,17 @@ bool is_pci_address(const std::string& device);
 
 /// A vdev string with uroce's defaults added for options it leaves unset:
 /// for net_af_packet, a 4096-frame ring, and on a jumbo-frame link frames
-/// and blocks that hold its largest frame.
+/// and blocks that hold its largest frame; for net_af_xdp, one queue and
+/// uroce's XDP program (af_xdp.h).
 std::string with_vdev_defaults(const std::string& vdev);
 
-/// The kernel interface a net_af_packet vdev string names (iface=), or ""
-/// for another device or a name the kernel could not have.
-std::string af_packet_iface(const std::string& vdev);
+/// The kernel interface a net_af_packet or net_af_xdp vdev string names
+/// (iface=), or "" for another device or a name the kernel could not have.
+std::string kernel_iface(const std::string& vdev);
 
-/// The MTU of the kernel interface a net_af_packet vdev string names
-/// (iface=), or 0 when it names none or it cannot be read. net_af_packet
-/// itself reports 1500 whatever the interface's MTU.
-std::uint32_t af_packet_link_mtu(const std::string& vdev);
+/// The MTU of the kernel interface a net_af_packet or net_af_xdp vdev
+/// string names (iface=), or 0 when it names none or it cannot be read.
+/// Both PMDs report 1500 whatever the interface's MTU.
+std::uint32_t kernel_iface_mtu(const std::string& vdev);
 
 }  // namespace uroce::dpdk

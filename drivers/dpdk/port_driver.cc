@@ -4,6 +4,8 @@
 // when the library is loaded, as DPDK's PMDs do; programs link this
 // library whole (CMake's WHOLE_ARCHIVE) so that its registration is kept.
 
+#include "verbs/port_driver.h"
+
 #include <net/if.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -14,7 +16,6 @@
 
 #include "dpdk/dpdk_port.h"
 #include "dpdk/eal.h"
-#include "verbs/port_driver.h"
 
 namespace uroce::dpdk {
 
@@ -42,7 +43,7 @@ std::unique_ptr<port::Port> open(const DeviceConfig& dc, const Config& c, std::s
     return nullptr;
   }
   PortOptions po;
-  po.mtu = dc.mtu != 0 ? dc.mtu : af_packet_link_mtu(dc.port);
+  po.mtu = dc.mtu != 0 ? dc.mtu : kernel_iface_mtu(dc.port);
   po.netdev = dc.netdev;
   return DpdkPort::open(dc.port, po, error);
 }
@@ -51,7 +52,7 @@ std::unique_ptr<port::Port> open(const DeviceConfig& dc, const Config& c, std::s
 // the port opens (through a socket: sysfs shows the network namespace it
 // was mounted in, not necessarily ours).
 std::optional<wire::MacAddr> mac(const DeviceConfig& dc) {
-  const std::string iface = af_packet_iface(dc.port);
+  const std::string iface = kernel_iface(dc.port);
   if (iface.empty()) return std::nullopt;
   const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return std::nullopt;

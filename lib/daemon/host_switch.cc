@@ -378,6 +378,7 @@ void HostSwitch::for_each_counter(const CounterFn& fn) {
   const engine::EngineCounters& c = engine_->counters();
   c.for_each([&](std::string_view name, std::uint64_t v) { fn("engine", name, v); });
   c.for_each_drop([&](std::string_view name, std::uint64_t v) { fn("drop", name, v); });
+  port_.for_each_stat([&](std::string_view name, std::uint64_t v) { fn("nic", name, v); });
   engine_->pfc_counters().for_each(
       [&](const std::string& name, std::uint64_t v) { fn("pfc", name, v); });
   std::lock_guard lock(mu_);

@@ -36,6 +36,7 @@ class Decorator : public Port {
   std::uint32_t mtu() const override { return inner_->mtu(); }
   bool link_up() const override { return inner_->link_up(); }
   std::uint32_t speed_mbps() const override { return inner_->speed_mbps(); }
+  void for_each_stat(const StatFn& fn) const override { inner_->for_each_stat(fn); }
   int enable_hardware_pfc(std::uint8_t lossless, std::uint16_t quanta) override {
     return inner_->enable_hardware_pfc(lossless, quanta);
   }

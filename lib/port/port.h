@@ -9,6 +9,8 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <functional>
+#include <string_view>
 #include <vector>
 
 #include "wire/bytes.h"
@@ -71,6 +73,11 @@ class Port {
   /// Link speed in Mb/s, 0 when unknown.
   virtual std::uint32_t speed_mbps() const = 0;
 
+  /// The port's own statistics by name, counters and gauges (a DPDK
+  /// port's mbufs and its ethdev's counters); none by default.
+  using StatFn = std::function<void(std::string_view name, std::uint64_t value)>;
+  virtual void for_each_stat(const StatFn& fn) const { (void)fn; }
+
   /// Hands PFC of the priorities in `lossless` to the NIC, which then
   /// pauses its partner at its own buffer's thresholds and honours the
   /// partner's pauses (rte_eth_dev_priority_flow_ctrl_set). Returns 0, or
@@ -98,9 +105,7 @@ class Port {
   /// daemon of a shared port: it hands each connection request to the
   /// program that listens on its ServiceID (as the kernel's one CM does
   /// for every process of a host).
-  virtual void set_cm_services(const std::vector<std::uint64_t>& service_ids) {
-    (void)service_ids;
-  }
+  virtual void set_cm_services(const std::vector<std::uint64_t>& service_ids) { (void)service_ids; }
 };
 
 }  // namespace uroce::port

@@ -323,6 +323,7 @@ void Device::for_each_counter(const CounterFn& fn) {
   port::for_each_fault_counter(
       *port_, [&](std::string_view name, std::uint64_t v) { fn("engine", name, v); });
   c.for_each_drop([&](std::string_view name, std::uint64_t v) { fn("drop", name, v); });
+  port_->for_each_stat([&](std::string_view name, std::uint64_t v) { fn("nic", name, v); });
   engine_->pfc_counters().for_each(
       [&](const std::string& name, std::uint64_t v) { fn("pfc", name, v); });
   // The transport's counters summed over every QP the device has had,

@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "dpdk/af_xdp.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <fcntl.h>
+#include <linux/if_link.h>
+#include <net/if.h>
+#include <rte_errno.h>
+#include <rte_mbuf.h>
+#include <rte_mbuf_pool_ops.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <set>
+
+#include "log/log.h"
+
+namespace uroce::dpdk {
+
+namespace {
+
+// The name the kernel gives uroce's program: its function's
+// (roce_xdp.bpf.c), at most 15 characters.
+constexpr char kProgramName[] = "uroce_steer";
+
+std::mutex& claims_mu() {
+  static std::mutex mu;
+  return mu;
+}
+// The claims alive, for the exit handler.
+std::set<XdpClaim*>& claims() {
+  static std::set<XdpClaim*> set;
+  return set;
+}
+
+// The id of the program on the interface's XDP hook (0: none) and
+// whether it is uroce's; false when the kernel cannot say.
+bool attached_program(int ifindex, std::uint32_t* id, bool* ours) {
+  *id = 0;
+  *ours = false;
+  if (bpf_xdp_query_id(ifindex, 0, id) != 0) return false;
+  if (*id == 0) return true;
+  const int fd = bpf_prog_get_fd_by_id(*id);
+  if (fd < 0) return *id = 0, true;  // gone meanwhile
+  bpf_prog_info info{};
+  std::uint32_t len = sizeof(info);
+  const int rc = bpf_obj_get_info_by_fd(fd, &info, &len);
+  close(fd);
+  *ours = rc == 0 && std::strcmp(info.name, kProgramName) == 0;
+  return true;
+}
+
+// Takes program `id` off the hook if it is still the one there.
+bool detach_program(int ifindex, std::uint32_t id) {
+  const int fd = bpf_prog_get_fd_by_id(id);
+  if (fd < 0) return false;
+  LIBBPF_OPTS(bpf_xdp_attach_opts, opts, .old_prog_fd = fd);
+  const int rc = bpf_xdp_detach(ifindex, XDP_FLAGS_REPLACE, &opts);
+  close(fd);
+  return rc == 0;
+}
+
+}  // namespace
+
+void detach_claims_at_exit() {
+  std::lock_guard lock(claims_mu());
+  for (XdpClaim* c : claims()) c->detach();
+}
+
+bool is_af_xdp(const std::string& device) { return device.starts_with("net_af_xdp"); }
+
+rte_mempool* af_xdp_pool(const std::string& name, unsigned n, int socket, std::string* error) {
+  const unsigned elt = sizeof(rte_mbuf) + kAfXdpDataRoom;
+  rte_mempool* mp =
+      rte_mempool_create_empty(name.c_str(), n, elt, 256, sizeof(rte_pktmbuf_pool_private), socket,
+                               RTE_MEMPOOL_F_NO_IOVA_CONTIG);
+  if (!mp) {
+    *error = std::string("rte_mempool_create_empty: ") + rte_strerror(rte_errno);
+    return nullptr;
+  }
+  auto fail = [&](const std::string& why) {
+    *error = why;
+    rte_mempool_free(mp);
+    return nullptr;
+  };
+  if (int rc = rte_mempool_set_ops_byname(mp, rte_mbuf_best_mempool_ops(), nullptr); rc != 0)
+    return fail(std::string("rte_mempool_set_ops_byname: ") + rte_strerror(-rc));
+  rte_pktmbuf_pool_private priv{};
+  priv.mbuf_data_room_size = kAfXdpDataRoom;
+  rte_pktmbuf_pool_init(mp, &priv);
+  if (int rc = rte_mempool_populate_default(mp); rc < 0)
+    return fail(std::string("rte_mempool_populate_default: ") + rte_strerror(-rc));
+  rte_mempool_obj_iter(mp, rte_pktmbuf_init, nullptr);
+  // What the PMD registers must be what the pool spans: one chunk of
+  // objects back to back, each within a UMEM chunk.
+  const std::size_t obj = mp->header_size + mp->elt_size + mp->trailer_size;
+  const rte_mempool_memhdr* mem = STAILQ_FIRST(&mp->mem_list);
+  if (mp->nb_mem_chunks != 1 || mem->len < obj * mp->populated_size)
+    return fail("the pool's " + std::to_string(mp->populated_size) +
+                " mbufs are not in one piece of memory (" + std::to_string(mp->nb_mem_chunks) +
+                " chunks): give EAL more memory");
+  if (obj > static_cast<std::size_t>(getpagesize()))
+    return fail("an mbuf of " + std::to_string(obj) + " bytes is larger than a page");
+  return mp;
+}
+
+std::string af_xdp_program() {
+  if (access(UROCE_XDP_PROG_INSTALLED, R_OK) == 0) return UROCE_XDP_PROG_INSTALLED;
+  return UROCE_XDP_PROG_BUILT;
+}
+
+std::string af_xdp_vdev_defaults(const std::string& vdev) {
+  std::string out = vdev;
+  auto has = [&](const char* key) { return vdev.find(key) != std::string::npos; };
+  if (!has("start_queue=")) out += ",start_queue=0";
+  if (!has("queue_count=")) out += ",queue_count=1";
+  if (!has("xdp_prog=")) out += ",xdp_prog=" + af_xdp_program();
+  return out;
+}
+
+XdpClaim::XdpClaim(int lock_fd, int ifindex)
+    : lock_fd_(lock_fd), ifindex_(ifindex), owner_(static_cast<int>(getpid())) {}
+
+std::unique_ptr<XdpClaim> XdpClaim::take(const std::string& iface, std::string* error) {
+  const int ifindex = static_cast<int>(if_nametoindex(iface.c_str()));
+  if (ifindex == 0) {
+    *error = "no interface '" + iface + "'";
+    return nullptr;
+  }
+  // Interface indices are per network namespace: the lock names both.
+  struct stat ns {};
+  if (stat("/proc/self/ns/net", &ns) != 0) {
+    *error = std::string("/proc/self/ns/net: ") + std::strerror(errno);
+    return nullptr;
+  }
+  mkdir("/run/uroce", 0755);
+  mkdir("/run/uroce/xdp", 0755);
+  const std::string path =
+      "/run/uroce/xdp/" + std::to_string(ns.st_ino) + "-" + std::to_string(ifindex) + ".lock";
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    *error = path + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    *error = errno == EWOULDBLOCK ? "another uroce program has an af_xdp port on " + iface +
+                                        " (one device per interface; share it through uroced)"
+                                  : path + ": " + std::strerror(errno);
+    close(fd);
+    return nullptr;
+  }
+  std::uint32_t id;
+  bool ours;
+  if (!attached_program(ifindex, &id, &ours)) {
+    *error = "cannot ask the kernel about " + iface + "'s XDP program";
+    close(fd);
+    return nullptr;
+  }
+  if (id != 0 && !ours) {
+    *error = iface + " has an XDP program already (id " + std::to_string(id) +
+             ", not uroce's): the af_xdp port needs the interface's XDP hook";
+    close(fd);
+    return nullptr;
+  }
+  if (id != 0) {
+    // Nobody holds the interface: a uroce program that is gone left it.
+    if (!detach_program(ifindex, id)) {
+      *error = "cannot take off " + iface + "'s XDP program " + std::to_string(id) +
+               ", left by a uroce program that has exited";
+      close(fd);
+      return nullptr;
+    }
+    log::get().info("{}: took off XDP program {}, left by a uroce program that has exited", iface,
+                    id);
+  }
+  std::unique_ptr<XdpClaim> claim(new XdpClaim(fd, ifindex));
+  std::lock_guard lock(claims_mu());
+  // The set first: exit destroys it after the handler registered later.
+  std::set<XdpClaim*>& live = claims();
+  static const bool at_exit = std::atexit(detach_claims_at_exit) == 0;
+  (void)at_exit;
+  live.insert(claim.get());
+  return claim;
+}
+
+void XdpClaim::attached() {
+  bool ours;
+  if (!attached_program(ifindex_, &prog_id_, &ours) || !ours) prog_id_ = 0;
+}
+
+void XdpClaim::detach() {
+  if (prog_id_ != 0 && owner_ == static_cast<int>(getpid())) detach_program(ifindex_, prog_id_);
+  prog_id_ = 0;
+}
+
+XdpClaim::~XdpClaim() {
+  {
+    std::lock_guard lock(claims_mu());
+    claims().erase(this);
+  }
+  detach();
+  close(lock_fd_);
+}
+
+}  // namespace uroce::dpdk
