@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "dpdk/af_xdp.h"
+
 namespace uroce::dpdk {
 namespace {
 
@@ -43,10 +45,17 @@ TEST(Eal, ArgumentsKeepTheProgramUnpinnedAndPrivate) {
   EXPECT_EQ(with_vdev_defaults("net_ring0"), "net_ring0");
   // On a link with large frames (lo: 65536), frames hold the largest
   // frame and blocks hold whole frames.
-  EXPECT_EQ(af_packet_link_mtu("net_af_packet0,iface=lo"), 65536u);
+  EXPECT_EQ(kernel_iface_mtu("net_af_packet0,iface=lo"), 65536u);
   EXPECT_EQ(with_vdev_defaults("net_af_packet0,iface=lo"),
             "net_af_packet0,iface=lo,framecnt=4096,framesz=66560,blocksz=266240");
-  EXPECT_EQ(af_packet_link_mtu("net_af_packet0,iface=no-such-link"), 0u);
+  EXPECT_EQ(kernel_iface_mtu("net_af_packet0,iface=no-such-link"), 0u);
+  // af_xdp: one queue and uroce's XDP program, unless the user said.
+  EXPECT_EQ(with_vdev_defaults("net_af_xdp0,iface=eth0"),
+            "net_af_xdp0,iface=eth0,start_queue=0,queue_count=1,xdp_prog=" + af_xdp_program());
+  EXPECT_EQ(with_vdev_defaults("net_af_xdp0,iface=eth0,queue_count=1,start_queue=2,xdp_prog=/p.o"),
+            "net_af_xdp0,iface=eth0,queue_count=1,start_queue=2,xdp_prog=/p.o");
+  EXPECT_EQ(kernel_iface("net_af_xdp0,iface=lo"), "lo");
+  EXPECT_EQ(kernel_iface_mtu("net_af_xdp0,iface=lo"), 65536u);
 
   o.devices = {"0000:03:00.0"};
   o.hugepages = true;

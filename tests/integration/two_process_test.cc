@@ -24,6 +24,7 @@
 #include <string>
 #include <thread>
 
+#include "support/hugepages.h"
 #include "support/tshark.h"
 #include "wire/mac_control.h"
 
@@ -374,35 +375,8 @@ TEST_F(Veth, APfcStormNeverStopsTheTransfer) {
               a.stats["pfc_storm_detected"], a.stats["rx_pause_ignored"]);
 }
 
-// Hugepages for net_memif, allocated and mounted for the test and given
-// back afterwards.
-class Hugepages {
- public:
-  explicit Hugepages(int pages) {
-    std::ifstream f("/proc/sys/vm/nr_hugepages");
-    f >> before_;
-    if (before_ < pages) sh("echo " + std::to_string(pages) + " > /proc/sys/vm/nr_hugepages");
-    if (sh("mountpoint -q /dev/hugepages") != 0) {
-      sh("mkdir -p /dev/hugepages");
-      mounted_ = sh("mount -t hugetlbfs nodev /dev/hugepages") == 0;
-    }
-    std::ifstream g("/proc/sys/vm/nr_hugepages");
-    g >> now_;
-  }
-  ~Hugepages() {
-    if (mounted_) sh("umount /dev/hugepages");
-    if (now_ != before_) sh("echo " + std::to_string(before_) + " > /proc/sys/vm/nr_hugepages");
-  }
-  int pages() const { return now_; }
-
- private:
-  int before_ = 0;
-  int now_ = 0;
-  bool mounted_ = false;
-};
-
 TEST(Memif, TwoProcessesMoveEveryByteOverSharedMemory) {
-  Hugepages huge(384);
+  test::Hugepages huge(384);
   ASSERT_GE(huge.pages(), 256) << "could not allocate hugepages for net_memif";
   test::TempDir dir;
   auto cmd = [&](const std::string& role) {

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -19,6 +20,7 @@
 #include <thread>
 
 #include "support/child.h"
+#include "support/hugepages.h"
 #include "support/pcap.h"
 #include "support/testbed_pair.h"
 #include "support/tshark.h"
@@ -55,6 +57,16 @@ Pair pingpong(const std::string& tool, int gid, const std::string& args = "") {
 
 class Netdev : public ::testing::Test {
  protected:
+  /// `ports`: each host's port, a's then b's ("" for af_packet, the
+  /// default); `link_mtu` 0 for testbed.sh's 1500.
+  explicit Netdev(std::array<std::string, 2> ports = {}, unsigned link_mtu = 0)
+      : bed_({.tag = "un",
+              .link_mtu = link_mtu,
+              .netdev = true,
+              .netdev_ports = ports,
+              .stats_file = true}),
+        both_af_xdp_(ports[0] == "af_xdp" && ports[1] == "af_xdp") {}
+
   void SetUp() override { ASSERT_TRUE(bed_.up()) << "cannot build the testbed"; }
   void TearDown() override {
     for (auto& d : daemons_) test::TestbedPair::stop_daemon(d);
@@ -92,7 +104,9 @@ class Netdev : public ::testing::Test {
         << out;
     const std::size_t roce =
         check_capture(dir + "/a.pcap", p.ipv6) + check_capture(dir + "/b.pcap", p.ipv6);
-    EXPECT_GT(roce, 0u) << "no RoCEv2 frame on the link";
+    if (!both_af_xdp_) {
+      EXPECT_GT(roce, 0u) << "no RoCEv2 frame on the link";
+    }
     if (!attached_) {
       for (char host : {'a', 'b'}) check_counters(host);
       // A one-way transfer (UC, UD) has RoCE arriving at one end only.
@@ -144,6 +158,9 @@ class Netdev : public ::testing::Test {
     EXPECT_EQ(c.at("engine.tx_neighbor_advert"), 0u) << host;
     EXPECT_EQ(c.at("engine.rx_icmp_echo"), 0u) << host;
     EXPECT_EQ(c.at("engine.rx_other"), 0u) << host << ": frames that are not uroce's got in";
+    // Peers' MACs are the kernel's to find (its neighbour table).
+    EXPECT_EQ(c.at("engine.tx_arp_request"), 0u) << host;
+    EXPECT_EQ(c.at("engine.tx_neighbor_solicit"), 0u) << host;
   }
 
   // Waits up to 20 s for `what` to appear `times` times in c's output.
@@ -160,7 +177,10 @@ class Netdev : public ::testing::Test {
     return count() >= times;
   }
 
-  test::TestbedPair bed_{{.tag = "un", .netdev = true, .stats_file = true}};
+  test::TestbedPair bed_;
+  /// Neither end's RoCE is in a capture: XDP takes it before the
+  /// kernel's capture taps see it, and AF_XDP's transmit skips them.
+  const bool both_af_xdp_;
   bool attached_ = false;
   std::unique_ptr<Child> daemons_[2];
 };
@@ -290,6 +310,29 @@ TEST_F(NetdevMiddleware, RpingVerifiesItsData) {
            R"(ping data: rdma-ping-49)");
 }
 
+// rping has no TCP exchange to fill the kernel's neighbour table first:
+// the connection manager's address resolution asks the kernel for b's MAC
+// (RTM_NEWNEIGH with NTF_USE), the kernel sends the ARP request, and the
+// answer is in its table, where uroce reads it. uroce sends no ARP itself.
+TEST_F(NetdevMiddleware, PeersAreFoundThroughTheKernelsNeighbourTable) {
+  ASSERT_EQ(test::sh(in('a', "ip neigh flush dev eth")), 0);
+  run_pair("rping -s -a 10.78.0.2 -V -C 5", "rping -c -a 10.78.0.2 -V -v -C 5", 0,
+           R"(ping data: rdma-ping-4)");
+  const test::CounterMap c = bed_.counters('a');
+  ASSERT_FALSE(c.empty());
+  EXPECT_GE(c.at("engine.kernel_neighbor_solicit"), 1u);
+  EXPECT_EQ(c.at("engine.tx_arp_request"), 0u);
+  Child mac_b(in('b', "cat /sys/class/net/eth/address"), bed_.dir() + "/mac.log");
+  ASSERT_EQ(mac_b.wait(10s), 0);
+  std::string mac = mac_b.output();
+  mac.erase(mac.find_last_not_of(" \n") + 1);
+  Child neigh(in('a', "ip neigh show 10.78.0.2 dev eth"), bed_.dir() + "/neigh.log");
+  ASSERT_EQ(neigh.wait(10s), 0);
+  EXPECT_NE(neigh.output().find("lladdr " + mac), std::string::npos)
+      << "the kernel's table has not b's MAC " << mac << ":\n"
+      << neigh.output();
+}
+
 // qperf -cm1: its control over TCP to b's address, its QPs connected by
 // rdma_cm to the same address. (Its UD tests build their address handle
 // from the UD connect request, which rdma_cm fills on InfiniBand only: on
@@ -372,6 +415,116 @@ TEST_F(Netdev, TheDaemonTakesAnAddressAddedWhileItRuns) {
   std::this_thread::sleep_for(300ms);
   const std::string without = devinfo("devinfo-removed");
   EXPECT_EQ(without.find("10.78.0.12"), std::string::npos) << without;
+}
+
+// The same programs with the port on net_af_xdp at both ends: uroce's XDP
+// program takes RoCE off the interface before the kernel's stack, and
+// passes it everything else (docs/netdev-mode.md).
+class NetdevAfXdp : public Netdev {
+ protected:
+  NetdevAfXdp() : Netdev({"af_xdp", "af_xdp"}) {}
+};
+
+TEST_F(NetdevAfXdp, IbWriteBw) { run(perftest("ib_write_bw", "-n 500", kBwLine)); }
+TEST_F(NetdevAfXdp, IbSendLat) { run(perftest("ib_send_lat", "-n 500", kLatLine)); }
+TEST_F(NetdevAfXdp, IbSendBwUd) { run(perftest("ib_send_bw", "-c UD -n 500", kBwLine)); }
+TEST_F(NetdevAfXdp, IbWriteBwUc) { run(perftest("ib_write_bw", "-c UC -n 500", kBwLine)); }
+TEST_F(NetdevAfXdp, IbWriteBwIpv6) {
+  Pair p = perftest("ib_write_bw", "-n 500 -x 2", kBwLine);
+  p.ipv6 = true;
+  run(p);
+}
+TEST_F(NetdevAfXdp, RcPingpongIpv4Gid) { run(pingpong("ibv_rc_pingpong", 1, "-c")); }
+TEST_F(NetdevAfXdp, RcPingpongLinkLocalGid) { run(pingpong("ibv_rc_pingpong", 0, "-c")); }
+TEST_F(NetdevAfXdp, UdPingpong) { run(pingpong("ibv_ud_pingpong", 1, "-c")); }
+TEST_F(NetdevAfXdp, ThroughTheDeviceDaemon) {
+  ASSERT_EQ(bed_.start_daemons(daemons_), "");
+  attached_ = true;
+  run(perftest("ib_write_bw", "-n 500", kBwLine));
+}
+
+// The program is taken off the interface when the port closes, and one
+// that a killed program left is taken off by the next: the interface's
+// XDP hook is free again either way.
+TEST_F(NetdevAfXdp, TheXdpProgramGoesWithTheProgram) {
+  const auto attached = [&] {
+    Child c(in('a', "ip link show dev eth"), bed_.dir() + "/link.log");
+    c.wait(10s);
+    return c.output().find("prog/xdp") != std::string::npos;
+  };
+  Child server(program('a', "ib_write_bw -d uroce0"), bed_.dir() + "/server.log");
+  bed_.wait_for_tcp_listener('a', 18515, 30s);
+  EXPECT_TRUE(attached()) << "no XDP program on the interface while the port is open";
+  // A second program cannot take the interface from the first.
+  Child second(program('a', "ibv_devinfo -d uroce0"), bed_.dir() + "/second.log");
+  EXPECT_NE(second.wait(60s), 0);
+  EXPECT_NE(second.output().find("another uroce program has an af_xdp port on eth"),
+            std::string::npos)
+      << second.output();
+  ASSERT_EQ(test::sh("pkill -KILL -f 'ib_write_b[w] -d uroce0'"), 0);
+  server.wait(10s);
+  EXPECT_TRUE(attached()) << "a killed program cannot take its XDP program off";
+  Child next(program('a', "ibv_devinfo -d uroce0"), bed_.dir() + "/next.log");
+  EXPECT_EQ(next.wait(60s), 0) << next.output();
+  EXPECT_NE(next.output().find("PORT_ACTIVE"), std::string::npos) << next.output();
+  EXPECT_FALSE(attached()) << "the XDP program outlived the program that closed its port";
+}
+
+// af_xdp towards af_packet: b's capture sees what a's AF_XDP socket sent,
+// and every RoCE frame of it parses with a correct ICRC and decodes in
+// tshark (check_capture).
+class NetdevAfXdpToAfPacket : public Netdev {
+ protected:
+  NetdevAfXdpToAfPacket() : Netdev({"af_xdp", ""}) {}
+};
+
+TEST_F(NetdevAfXdpToAfPacket, IbWriteBw) { run(perftest("ib_write_bw", "-n 500", kBwLine)); }
+TEST_F(NetdevAfXdpToAfPacket, RcPingpongIpv6) { run(pingpong("ibv_rc_pingpong", 2, "-c")); }
+
+// Ten million frames through af_xdp in one run, path MTU 2048 on a veth
+// of MTU 3000: every WRITE completes, the ethdev lost nothing, and the
+// pool is as full at the end as when the port opened (the PMD's fill
+// ring keeps 2048 mbufs; a leak would keep more). With hugepages and with
+// --no-huge.
+class NetdevAfXdpLongRun : public Netdev {
+ protected:
+  NetdevAfXdpLongRun() : Netdev({"af_xdp", "af_xdp"}, 3000) {}
+
+  void ten_million_frames(const std::string& uroce_run_option) {
+    // 312,500 WRITEs of 64 KiB in 2048-byte packets.
+    const std::string args = "-s 65536 -n 312500 --report_gbits";
+    Pair p = perftest("ib_write_bw", args, kBwLine);
+    const auto with_option = [&](char host, const std::string& cmd) {
+      std::string c = bed_.over_uroce(host, cmd);
+      if (!uroce_run_option.empty()) c.replace(c.find(" -- "), 4, " " + uroce_run_option + " -- ");
+      return c;
+    };
+    const std::string dir = bed_.dir();
+    Child server(with_option('b', p.server), dir + "/server.log");
+    bed_.wait_for_tcp_listener('b', 18515, 30s);
+    Child client(with_option('a', p.client + " " + p.server_ip), dir + "/client.log");
+    ASSERT_EQ(client.wait(170s), 0) << client.output() << "\nserver:\n" << server.output();
+    ASSERT_EQ(server.wait(30s), 0) << server.output();
+    EXPECT_TRUE(std::regex_search(client.output(), std::regex(kBwLine))) << client.output();
+    const test::CounterMap a = bed_.counters('a'), b = bed_.counters('b');
+    EXPECT_GE(a.at("engine.tx_frames"), 10'000'000u);
+    EXPECT_GE(b.at("engine.rx_frames"), 10'000'000u);
+    for (const auto* c : {&a, &b}) {
+      EXPECT_EQ(c->at("nic.oerrors"), 0u);
+      EXPECT_EQ(c->at("nic.rx_nombuf"), 0u);
+      EXPECT_EQ(c->at("port.local_ack_timeout_err"), 0u) << "a stall: the requester timed out";
+      EXPECT_LE(c->at("nic.mbufs") - c->at("nic.mbufs_free"), 2048u + 64u)
+          << "mbufs that never came back";
+    }
+    std::printf("10M frames: %s\n", client.output().substr(client.output().rfind("65536")).c_str());
+  }
+};
+
+TEST_F(NetdevAfXdpLongRun, TenMillionFramesWithoutHugepages) { ten_million_frames(""); }
+TEST_F(NetdevAfXdpLongRun, TenMillionFramesOnHugepages) {
+  test::Hugepages huge(1100);
+  ASSERT_GE(huge.pages(), 1024) << "could not allocate hugepages";
+  ten_million_frames("--hugepages");
 }
 
 }  // namespace

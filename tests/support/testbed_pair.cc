@@ -50,9 +50,12 @@ std::string TestbedPair::ipv4(char host) const {
 
 std::string TestbedPair::uroce_run(char host, const std::string& program,
                                    const std::string& env) const {
-  if (options_.netdev)
+  if (options_.netdev) {
+    const std::string& port = options_.netdev_ports[host == 'a' ? 0 : 1];
     return "env" + program_env(host, env) + " " + std::string(UROCE_BIN_DIR) +
-           "/uroce-run --netdev eth -- " + program;
+           "/uroce-run --netdev eth " + (port.empty() ? "" : "--port " + port + " ") + "-- " +
+           program;
+  }
   std::string ip = host == 'a' ? "10.77.0.1/24" : "10.77.0.2/24";
   if (options_.ipv6) ip += host == 'a' ? ",fd77::1/64" : ",fd77::2/64";
   return "env" + program_env(host, env) + " " + std::string(UROCE_BIN_DIR) +
@@ -76,9 +79,11 @@ std::unique_ptr<Child> TestbedPair::start_daemon(char host, const std::string& e
   {
     std::ofstream f(config);
     f << "[[device]]\nname = \"uroce0\"\n";
-    if (options_.netdev)
+    if (options_.netdev) {
       f << "netdev = \"eth\"\n";
-    else
+      if (const std::string& port = options_.netdev_ports[host == 'a' ? 0 : 1]; !port.empty())
+        f << "port = \"" << port << "\"\n";
+    } else
       f << "port = \"net_af_packet0,iface=rdma\"\nip = [" << ip << "]\n";
     f << "[daemon]\nsocket = \"" << daemon_socket(host) << "\"\n" << extra;
   }
@@ -150,9 +155,9 @@ void TestbedPair::start_captures() {
   // transmit ring bypasses the capture taps of its own host). The first
   // 20000 frames are enough and keep the checks quick.
   for (char host : {'a', 'b'}) {
-    captures_.push_back(std::make_unique<Child>("ip netns exec " + ns(host) +
-                                                    " dumpcap -q -P -i " + link() + " -c 20000 -w " + dir() +
-                                                    "/" + host + ".pcap",
+    captures_.push_back(std::make_unique<Child>("ip netns exec " + ns(host) + " dumpcap -q -P -i " +
+                                                    link() + " -c 20000 -w " + dir() + "/" + host +
+                                                    ".pcap",
                                                 dir() + "/dumpcap-" + host + ".log"));
   }
   for (char host : {'a', 'b'}) {

@@ -8,6 +8,7 @@
 // Not a fixture itself, so that the support library needs no GoogleTest:
 // a suite's fixture holds one, brings it up in SetUp and down in TearDown.
 
+#include <array>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -32,6 +33,9 @@ struct TestbedOptions {
   /// kernel's addresses 10.78.0.1 and .2, fd78::1 and ::2, which uroce
   /// takes in netdev mode; no ctl link, no addresses of uroce's own.
   bool netdev = false;
+  /// Each host's port in netdev mode (uroce-run --port, the daemon's
+  /// `port`), a's then b's: "af_xdp", or "" for the default, af_packet.
+  std::array<std::string, 2> netdev_ports = {};
   /// The device's counters to <dir>/<host>.stats at exit (UROCE_STATS_FILE).
   bool stats_file = false;
   /// The device's stats endpoint in <dir>/<host>/ (UROCE_STATS_DIR), for
