@@ -3,15 +3,17 @@
 // (which serves libibverbs for uroce devices) and hands the program its
 // configuration, then executes it in place:
 //
-//   uroce-run [--config FILE] [--port DPDK_DEVICE --ip CIDR[,CIDR...] | --netdev IFACE]
+//   uroce-run [--config FILE] [--port DPDK_DEVICE --ip CIDR[,CIDR...] |
+//              --netdev IFACE [--port af_packet|af_xdp]]
 //             [--mtu N] [--hugepages] [--name NAME] [--sysfs] -- PROGRAM [ARGS...]
 //
 // --port and --ip describe one device (uroce0 unless --name says
 // otherwise) without a configuration file; with --config they replace
 // that file's first device. --netdev IFACE describes instead a device on
-// a kernel interface, with the interface's addresses (netdev mode). --sysfs runs the program in a mount namespace
-// of its own where /sys/class/infiniband lists the uroce devices
-// (private_sysfs.h).
+// a kernel interface, with the interface's addresses (netdev mode); its
+// --port is then af_packet (the default), af_xdp, or a DPDK device on the
+// interface. --sysfs runs the program in a mount namespace of its own
+// where /sys/class/infiniband lists the uroce devices (private_sysfs.h).
 
 #include <unistd.h>
 
@@ -37,6 +39,7 @@ void usage(FILE* out) {
       "  uroce-run --port net_af_packet0,iface=veth1 --ip 10.0.1.1/24 -- \\\n"
       "      ib_write_bw -d uroce0\n"
       "  uroce-run --netdev eth0 -- ib_write_bw -d uroce0   (eth0's own addresses)\n"
+      "  uroce-run --netdev eth0 --port af_xdp -- ...       (the port on AF_XDP)\n"
       "--sysfs: the devices in /sys/class/infiniband too (ibstat, UCX's GID types,\n"
       "Open MPI's device match), in a mount namespace of the program's own (root)\n");
 }

@@ -6,12 +6,25 @@
 # DPDK's net_af_packet. Installs what it needs, builds, runs, prints the
 # results and removes the namespaces. No hugepages needed.
 # With --daemon, each host runs uroced, which owns its device, and the
-# programs attach to it, as programs share an RDMA NIC.
-# Run as root: sudo scripts/demo.sh [--daemon]
+# programs attach to it, as programs share an RDMA NIC. With --netdev
+# (--netdev af_xdp), each host has one interface with kernel addresses, as
+# production hosts have, and uroce shares it with the kernel (netdev mode,
+# docs/netdev-mode.md), its port on net_af_packet (net_af_xdp): perftest's
+# TCP and its RDMA go to the same address.
+# Run as root: sudo scripts/demo.sh [--daemon | --netdev [af_packet|af_xdp]]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 daemon=0
-[[ ${1:-} == --daemon ]] && daemon=1
+netdev=
+case ${1:-} in
+  --daemon) daemon=1 ;;
+  --netdev) netdev=${2:-af_packet} ;;
+  "") ;;
+  *)
+    echo "usage: scripts/demo.sh [--daemon | --netdev [af_packet|af_xdp]]" >&2
+    exit 2
+    ;;
+esac
 bash scripts/setup.sh
 cmake -S . -B build -G Ninja >/dev/null
 cmake --build build -j "$(nproc)" --target uroce-run uroce-ibverbs uroced
@@ -26,7 +39,11 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-scripts/testbed.sh up "$prefix"
+if [[ -n $netdev ]]; then
+  TESTBED_LAYOUT=netdev scripts/testbed.sh up "$prefix"
+else
+  scripts/testbed.sh up "$prefix"
+fi
 
 if ((daemon)); then
   for host in a b; do
@@ -49,12 +66,17 @@ EOF
   done
 fi
 
-# host a is 10.77.0.1 to uroce (192.168.77.1 to the kernel), b is .2
+# host a is 10.77.0.1 to uroce (192.168.77.1 to the kernel), b is .2; in
+# netdev mode a is 10.78.0.1 to both, b .2
+peer=192.168.77.2
+[[ -n $netdev ]] && peer=10.78.0.2
 over_uroce() {  # HOST PROGRAM ARGS...
   local host=$1 n
   shift
   [[ $host == a ]] && n=1 || n=2
-  if ((daemon)); then
+  if [[ -n $netdev ]]; then
+    ip netns exec "$prefix$host" "$run" --netdev eth --port "$netdev" -- "$@"
+  elif ((daemon)); then
     ip netns exec "$prefix$host" env UROCE_DAEMON_SOCKET="$work/$host.sock" "$run" -- "$@"
   else
     ip netns exec "$prefix$host" "$run" --port net_af_packet0,iface=rdma \
@@ -71,7 +93,7 @@ pair() {  # PROGRAM ARGS... : server on b, client on a
     ip netns exec "${prefix}b" ss -Hltn 'sport = :18515' | grep -q LISTEN && break
     sleep 0.1
   done
-  over_uroce a "$@" 192.168.77.2
+  over_uroce a "$@" "$peer"
   wait "$server"
 }
 
