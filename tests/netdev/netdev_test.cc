@@ -264,18 +264,34 @@ TEST_F(Netdev, AnAddressAddedOrRemovedIsAGidChange) {
   EXPECT_EQ(events, 2) << out;
 }
 
-TEST_F(Netdev, IbWriteBw) { run(perftest("ib_write_bw", "-n 500", kBwLine)); }
-TEST_F(Netdev, IbSendLat) { run(perftest("ib_send_lat", "-n 500", kLatLine)); }
-TEST_F(Netdev, IbSendBwUd) { run(perftest("ib_send_bw", "-c UD -n 500", kBwLine)); }
-TEST_F(Netdev, IbWriteBwUc) { run(perftest("ib_write_bw", "-c UC -n 500", kBwLine)); }
-TEST_F(Netdev, IbWriteBwIpv6) {
+// The programs over each port, at both ends: af_packet (the default) and
+// af_xdp, whose XDP program takes RoCE off the interface before the
+// kernel's stack and passes it everything else (docs/netdev-mode.md).
+class NetdevPrograms : public Netdev, public ::testing::WithParamInterface<std::string> {
+ protected:
+  NetdevPrograms() : Netdev({GetParam(), GetParam()}) {}
+};
+INSTANTIATE_TEST_SUITE_P(Port, NetdevPrograms, ::testing::Values("af_packet", "af_xdp"),
+                         [](const auto& info) { return info.param; });
+
+TEST_P(NetdevPrograms, IbWriteBw) { run(perftest("ib_write_bw", "-n 500", kBwLine)); }
+TEST_P(NetdevPrograms, IbSendLat) { run(perftest("ib_send_lat", "-n 500", kLatLine)); }
+TEST_P(NetdevPrograms, IbSendBwUd) { run(perftest("ib_send_bw", "-c UD -n 500", kBwLine)); }
+TEST_P(NetdevPrograms, IbWriteBwUc) { run(perftest("ib_write_bw", "-c UC -n 500", kBwLine)); }
+TEST_P(NetdevPrograms, IbWriteBwIpv6) {
   Pair p = perftest("ib_write_bw", "-n 500 -x 2", kBwLine);
   p.ipv6 = true;
   run(p);
 }
-TEST_F(Netdev, RcPingpongIpv4Gid) { run(pingpong("ibv_rc_pingpong", 1, "-c")); }
-TEST_F(Netdev, RcPingpongLinkLocalGid) { run(pingpong("ibv_rc_pingpong", 0, "-c")); }
-TEST_F(Netdev, UdPingpong) { run(pingpong("ibv_ud_pingpong", 1, "-c")); }
+TEST_P(NetdevPrograms, RcPingpongIpv4Gid) { run(pingpong("ibv_rc_pingpong", 1, "-c")); }
+TEST_P(NetdevPrograms, RcPingpongLinkLocalGid) { run(pingpong("ibv_rc_pingpong", 0, "-c")); }
+TEST_P(NetdevPrograms, UdPingpong) { run(pingpong("ibv_ud_pingpong", 1, "-c")); }
+// The device daemon takes a netdev device too; its programs attach.
+TEST_P(NetdevPrograms, ThroughTheDeviceDaemon) {
+  ASSERT_EQ(bed_.start_daemons(daemons_), "");
+  attached_ = true;
+  run(perftest("ib_write_bw", "-n 500", kBwLine));
+}
 
 // Programs that find the device by the host's address: the connection
 // manager's peers are the kernel's addresses. Each server on b, its
@@ -376,13 +392,6 @@ TEST_F(NetdevMiddleware, RpingBetweenTwoProgramsOfOneHost) {
   EXPECT_NE(client.output().find("ping data: rdma-ping-19"), std::string::npos) << client.output();
 }
 
-// The device daemon takes a netdev device too; its programs attach.
-TEST_F(Netdev, ThroughTheDeviceDaemon) {
-  ASSERT_EQ(bed_.start_daemons(daemons_), "");
-  attached_ = true;
-  run(perftest("ib_write_bw", "-n 500", kBwLine));
-}
-
 // An address b's interface gains after its daemon started is a GID of the
 // device: programs see it, and RDMA to it arrives. Removed, it is gone.
 TEST_F(Netdev, TheDaemonTakesAnAddressAddedWhileItRuns) {
@@ -417,31 +426,10 @@ TEST_F(Netdev, TheDaemonTakesAnAddressAddedWhileItRuns) {
   EXPECT_EQ(without.find("10.78.0.12"), std::string::npos) << without;
 }
 
-// The same programs with the port on net_af_xdp at both ends: uroce's XDP
-// program takes RoCE off the interface before the kernel's stack, and
-// passes it everything else (docs/netdev-mode.md).
 class NetdevAfXdp : public Netdev {
  protected:
   NetdevAfXdp() : Netdev({"af_xdp", "af_xdp"}) {}
 };
-
-TEST_F(NetdevAfXdp, IbWriteBw) { run(perftest("ib_write_bw", "-n 500", kBwLine)); }
-TEST_F(NetdevAfXdp, IbSendLat) { run(perftest("ib_send_lat", "-n 500", kLatLine)); }
-TEST_F(NetdevAfXdp, IbSendBwUd) { run(perftest("ib_send_bw", "-c UD -n 500", kBwLine)); }
-TEST_F(NetdevAfXdp, IbWriteBwUc) { run(perftest("ib_write_bw", "-c UC -n 500", kBwLine)); }
-TEST_F(NetdevAfXdp, IbWriteBwIpv6) {
-  Pair p = perftest("ib_write_bw", "-n 500 -x 2", kBwLine);
-  p.ipv6 = true;
-  run(p);
-}
-TEST_F(NetdevAfXdp, RcPingpongIpv4Gid) { run(pingpong("ibv_rc_pingpong", 1, "-c")); }
-TEST_F(NetdevAfXdp, RcPingpongLinkLocalGid) { run(pingpong("ibv_rc_pingpong", 0, "-c")); }
-TEST_F(NetdevAfXdp, UdPingpong) { run(pingpong("ibv_ud_pingpong", 1, "-c")); }
-TEST_F(NetdevAfXdp, ThroughTheDeviceDaemon) {
-  ASSERT_EQ(bed_.start_daemons(daemons_), "");
-  attached_ = true;
-  run(perftest("ib_write_bw", "-n 500", kBwLine));
-}
 
 // The program is taken off the interface when the port closes, and one
 // that a killed program left is taken off by the next: the interface's
