@@ -60,6 +60,7 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
   rte_eth_dev_get_mtu(id, &mtu);
   if (opts.mtu != 0) mtu = static_cast<std::uint16_t>(opts.mtu);
   p->mtu_ = mtu;
+  p->follow_mtu_ = opts.follow_mtu && !p->iface_.empty();
 
   p->af_xdp_ = is_af_xdp(device);
   std::uint16_t rxd = opts.rx_desc, txd = opts.tx_desc;
@@ -143,11 +144,12 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
   // memif, ring) pass every frame anyway.
   if (int rc = rte_eth_allmulticast_enable(id); rc != 0 && rc != -ENOTSUP)
     log::get().warn("port {}: rte_eth_allmulticast_enable: {}", id, rte_strerror(-rc));
+  p->max_mtu_ = p->mtu_;
   rte_ether_addr mac;
   rte_eth_macaddr_get(id, &mac);
   std::copy(std::begin(mac.addr_bytes), std::end(mac.addr_bytes), p->mac_.bytes.begin());
   log::get().info("port {} ({}): MAC {}, MTU {}, {} Mb/s, link {}, IPv4 checksum {}", id, device,
-                  p->mac_.to_string(), p->mtu_, p->speed_mbps(), p->link_up() ? "up" : "down",
+                  p->mac_.to_string(), p->mtu(), p->speed_mbps(), p->link_up() ? "up" : "down",
                   p->ipv4_checksum_offload_ ? "offloaded" : "in software");
   return p;
 }
@@ -244,6 +246,21 @@ bool DpdkPort::link_up() const {
   if (ioctl_fd_ >= 0 && iface_.size() < IFNAMSIZ) {
     ifreq ifr{};
     std::memcpy(ifr.ifr_name, iface_.data(), iface_.size());
+    if (follow_mtu_ && ioctl(ioctl_fd_, SIOCGIFMTU, &ifr) == 0 && ifr.ifr_mtu > 0) {
+      // As rxe follows its netdev (NETDEV_CHANGEMTU): QPs made from now on
+      // get a path MTU that fits. Larger than the port opened with, its
+      // buffers cannot hold the frames: reopen the device for that.
+      const auto want = std::min<std::uint32_t>(static_cast<std::uint32_t>(ifr.ifr_mtu), max_mtu_);
+      if (const auto was = mtu_.exchange(want, std::memory_order_relaxed); was != want) {
+        log::get().info("port {}: {}'s MTU is {}, the port's {}", port_id_, iface_, ifr.ifr_mtu,
+                        want);
+        if (want < static_cast<std::uint32_t>(ifr.ifr_mtu))
+          log::get().warn(
+              "port {}: frames of {}'s MTU {} do not fit the port's buffers (made "
+              "for {}); reopen the device for it",
+              port_id_, iface_, ifr.ifr_mtu, max_mtu_);
+      }
+    }
     if (ioctl(ioctl_fd_, SIOCGIFFLAGS, &ifr) == 0) return (ifr.ifr_flags & IFF_RUNNING) != 0;
   }
   rte_eth_link link{};

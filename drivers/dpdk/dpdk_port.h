@@ -6,6 +6,7 @@
 
 #include <rte_mbuf.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -20,6 +21,9 @@ struct PortOptions {
   std::uint16_t rx_desc = 1024;
   std::uint16_t tx_desc = 1024;
   std::uint32_t mtu = 0;  ///< 0: keep the device's
+  /// The MTU is the kernel interface's (iface= of net_af_packet or
+  /// net_af_xdp), followed while the port runs, up to what it opened with.
+  bool follow_mtu = false;
   /// Netdev mode: the kernel interface the port shares with the kernel
   /// (netdev_share.h). Empty: the link is uroce's alone.
   std::string netdev;
@@ -42,7 +46,9 @@ class DpdkPort : public port::Port {
   std::uint16_t tx_burst(port::TxFrame* frames, std::uint16_t n) override;
   void tx_free(port::TxFrame& frame) override;
   wire::MacAddr mac() const override { return mac_; }
-  std::uint32_t mtu() const override { return mtu_; }
+  std::uint32_t mtu() const override { return mtu_.load(std::memory_order_relaxed); }
+  /// For a port on a kernel interface, its carrier; and with follow_mtu
+  /// its MTU is read again here (the device asks every 100 ms).
   bool link_up() const override;
   bool offloads_ipv4_checksum() const override { return ipv4_checksum_offload_; }
   std::uint32_t speed_mbps() const override;
@@ -70,7 +76,11 @@ class DpdkPort : public port::Port {
   std::unique_ptr<NetdevShare> netdev_;
   rte_mempool* pool_ = nullptr;
   wire::MacAddr mac_;
-  std::uint32_t mtu_ = 1500;
+  /// The link's MTU now, and the largest the port's buffers and rings
+  /// were made for (the MTU it opened with).
+  mutable std::atomic<std::uint32_t> mtu_{1500};
+  std::uint32_t max_mtu_ = 1500;
+  bool follow_mtu_ = false;
 };
 
 }  // namespace uroce::dpdk

@@ -44,6 +44,9 @@ std::unique_ptr<port::Port> open(const DeviceConfig& dc, const Config& c, std::s
   }
   PortOptions po;
   po.mtu = dc.mtu != 0 ? dc.mtu : kernel_iface_mtu(dc.port);
+  // Unless the configuration sets it, a kernel interface's MTU is the
+  // port's, as it changes.
+  po.follow_mtu = dc.mtu == 0;
   po.netdev = dc.netdev;
   return DpdkPort::open(dc.port, po, error);
 }

@@ -224,6 +224,9 @@ std::uint32_t Server::run_once(bool control) {
 
 void Server::follow_addresses() {
   for (Device& d : devices_) {
+    // A port on a kernel interface reads its MTU again (programs that
+    // attach from now on are told it).
+    d.port->link_up();
     if (!d.watch || !d.watch->changed()) continue;
     // Programs that attach from now on are given the addresses in the
     // table's order (d.cfg.ip): their GID indices are the daemon's while

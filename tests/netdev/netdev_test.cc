@@ -515,5 +515,31 @@ TEST_F(NetdevAfXdpLongRun, TenMillionFramesOnHugepages) {
   ten_million_frames("--hugepages");
 }
 
+// The port's MTU follows the interface's (up to what the port opened
+// with): the daemon's device tells programs that attach after
+// `ip link set eth mtu 1000` an active MTU of 512, and their RDMA goes in
+// frames that fit; back at 1500, 1024 again.
+TEST_F(Netdev, TheMtuFollowsTheInterface) {
+  ASSERT_EQ(bed_.start_daemons(daemons_), "");
+  attached_ = true;
+  const auto active_mtu = [&](const char* name) {
+    Child c(bed_.attached('b', "ibv_devinfo -d uroce0"), bed_.dir() + "/" + name + ".log");
+    EXPECT_EQ(c.wait(60s), 0) << c.output();
+    std::smatch m;
+    const std::string out = c.output();
+    return std::regex_search(out, m, std::regex(R"(active_mtu:\s+(\d+))")) ? m[1].str() : out;
+  };
+  EXPECT_EQ(active_mtu("devinfo-1500"), "1024");
+  for (char host : {'a', 'b'}) ASSERT_EQ(test::sh(in(host, "ip link set eth mtu 1000")), 0);
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(active_mtu("devinfo-1000"), "512");
+  run(perftest("ib_write_bw", "-n 200", kBwLine));
+  for (const auto& frame : test::read_pcap(bed_.dir() + "/b.pcap"))
+    EXPECT_LE(frame.size(), 1000u + 14) << "a frame larger than the link's MTU";
+  for (char host : {'a', 'b'}) ASSERT_EQ(test::sh(in(host, "ip link set eth mtu 1500")), 0);
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(active_mtu("devinfo-back"), "1024");
+}
+
 }  // namespace
 }  // namespace uroce
