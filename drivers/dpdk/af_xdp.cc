@@ -3,6 +3,7 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/if_link.h>
 #include <net/if.h>
@@ -10,14 +11,19 @@
 #include <rte_mbuf.h>
 #include <rte_mbuf_pool_ops.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include "log/log.h"
 
@@ -47,7 +53,13 @@ bool attached_program(int ifindex, std::uint32_t* id, bool* ours) {
   if (bpf_xdp_query_id(ifindex, 0, id) != 0) return false;
   if (*id == 0) return true;
   const int fd = bpf_prog_get_fd_by_id(*id);
-  if (fd < 0) return *id = 0, true;  // gone meanwhile
+  if (fd < 0) {
+    // ENOENT: gone meanwhile. EPERM (no CAP_SYS_ADMIN): unknown, and an
+    // unknown program is not taken for none.
+    if (errno != ENOENT) return false;
+    *id = 0;
+    return true;
+  }
   bpf_prog_info info{};
   std::uint32_t len = sizeof(info);
   const int rc = bpf_obj_get_info_by_fd(fd, &info, &len);
@@ -64,6 +76,37 @@ bool detach_program(int ifindex, std::uint32_t id) {
   const int rc = bpf_xdp_detach(ifindex, XDP_FLAGS_REPLACE, &opts);
   close(fd);
   return rc == 0;
+}
+
+// When this process last let each interface's hook go (by lock path):
+// the kernel unbinds the queue from the released socket's memory in a
+// deferred work item, and a socket bound before that finds the queue busy
+// (net_af_xdp then fails its queue setup). A port opened again on the
+// interface waits for it.
+constexpr std::chrono::milliseconds kQueueRelease{250};
+std::map<std::string, std::chrono::steady_clock::time_point>& released_at() {
+  static std::map<std::string, std::chrono::steady_clock::time_point> map;
+  return map;
+}
+
+// This process's AF_XDP sockets, each with its inode (a descriptor may be
+// reused for something else).
+std::vector<std::pair<int, unsigned long>> xdp_sockets() {
+  std::vector<std::pair<int, unsigned long>> out;
+  DIR* dir = opendir("/proc/self/fd");
+  if (!dir) return out;
+  while (const dirent* e = readdir(dir)) {
+    const int fd = std::atoi(e->d_name);
+    if (fd <= 2 || fd == dirfd(dir)) continue;
+    int domain = 0;
+    socklen_t len = sizeof(domain);
+    struct stat st {};
+    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 && domain == AF_XDP &&
+        fstat(fd, &st) == 0)
+      out.emplace_back(fd, static_cast<unsigned long>(st.st_ino));
+  }
+  closedir(dir);
+  return out;
 }
 
 }  // namespace
@@ -124,8 +167,11 @@ std::string af_xdp_vdev_defaults(const std::string& vdev) {
   return out;
 }
 
-XdpClaim::XdpClaim(int lock_fd, int ifindex)
-    : lock_fd_(lock_fd), ifindex_(ifindex), owner_(static_cast<int>(getpid())) {}
+XdpClaim::XdpClaim(int lock_fd, int ifindex, std::string path)
+    : lock_fd_(lock_fd),
+      ifindex_(ifindex),
+      owner_(static_cast<int>(getpid())),
+      path_(std::move(path)) {}
 
 std::unique_ptr<XdpClaim> XdpClaim::take(const std::string& iface, std::string* error) {
   const int ifindex = static_cast<int>(if_nametoindex(iface.c_str()));
@@ -155,10 +201,20 @@ std::unique_ptr<XdpClaim> XdpClaim::take(const std::string& iface, std::string* 
     close(fd);
     return nullptr;
   }
+  {
+    std::unique_lock lock(claims_mu());
+    const auto it = released_at().find(path);
+    if (it != released_at().end()) {
+      const auto ready = it->second + kQueueRelease;
+      lock.unlock();
+      std::this_thread::sleep_until(ready);
+    }
+  }
   std::uint32_t id;
   bool ours;
   if (!attached_program(ifindex, &id, &ours)) {
-    *error = "cannot ask the kernel about " + iface + "'s XDP program";
+    *error = "cannot ask the kernel about " + iface + "'s XDP program (" + std::strerror(errno) +
+             "; the af_xdp port needs CAP_SYS_ADMIN)";
     close(fd);
     return nullptr;
   }
@@ -179,7 +235,7 @@ std::unique_ptr<XdpClaim> XdpClaim::take(const std::string& iface, std::string* 
     log::get().info("{}: took off XDP program {}, left by a uroce program that has exited", iface,
                     id);
   }
-  std::unique_ptr<XdpClaim> claim(new XdpClaim(fd, ifindex));
+  std::unique_ptr<XdpClaim> claim(new XdpClaim(fd, ifindex, path));
   std::lock_guard lock(claims_mu());
   // The set first: exit destroys it after the handler registered later.
   std::set<XdpClaim*>& live = claims();
@@ -189,13 +245,23 @@ std::unique_ptr<XdpClaim> XdpClaim::take(const std::string& iface, std::string* 
   return claim;
 }
 
+void XdpClaim::setting_up() { sockets_before_ = xdp_sockets(); }
+
 void XdpClaim::attached() {
   bool ours;
   if (!attached_program(ifindex_, &prog_id_, &ours) || !ours) prog_id_ = 0;
+  for (const auto& s : xdp_sockets())
+    if (std::find(sockets_before_.begin(), sockets_before_.end(), s) == sockets_before_.end())
+      sockets_.push_back(s);
 }
 
 void XdpClaim::detach() {
-  if (prog_id_ != 0 && owner_ == static_cast<int>(getpid())) detach_program(ifindex_, prog_id_);
+  if (prog_id_ != 0 && owner_ == static_cast<int>(getpid())) {
+    std::uint32_t id;
+    bool ours;
+    // net_af_xdp's close takes it off first, when the port closes.
+    if (attached_program(ifindex_, &id, &ours) && id == prog_id_) detach_program(ifindex_, id);
+  }
   prog_id_ = 0;
 }
 
@@ -205,6 +271,13 @@ XdpClaim::~XdpClaim() {
     claims().erase(this);
   }
   detach();
+  // The port has closed (DpdkPort's members go after its close): what is
+  // still open of its sockets is the UMEM's, which the PMD left.
+  const auto now = xdp_sockets();
+  for (const auto& s : sockets_)
+    if (std::find(now.begin(), now.end(), s) != now.end()) close(s.first);
+  std::lock_guard lock(claims_mu());
+  released_at()[path_] = std::chrono::steady_clock::now();
   close(lock_fd_);
 }
 

@@ -22,6 +22,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace uroce::dpdk {
 
@@ -75,18 +77,27 @@ class XdpClaim {
   XdpClaim(const XdpClaim&) = delete;
   XdpClaim& operator=(const XdpClaim&) = delete;
 
-  /// Remembers the program net_af_xdp attached (after its queue setup).
+  /// Called before net_af_xdp's queue setup, which makes the socket.
+  void setting_up();
+  /// Remembers the program net_af_xdp attached and the AF_XDP sockets it
+  /// opened (after its queue setup).
   void attached();
 
  private:
-  XdpClaim(int lock_fd, int ifindex);
+  XdpClaim(int lock_fd, int ifindex, std::string path);
   void detach();
   friend void detach_claims_at_exit();
 
   int lock_fd_;
   int ifindex_;
-  int owner_;  ///< the pid that claimed: a forked child detaches nothing
+  int owner_;         ///< the pid that claimed: a forked child detaches nothing
+  std::string path_;  ///< the lock file
   std::uint32_t prog_id_ = 0;
+  /// The AF_XDP sockets (descriptor, inode) the queue setup opened: with
+  /// DPDK 22.11 and libxdp 1.3 the UMEM's own socket outlives the port's
+  /// close, keeping the queue bound (a port opened on it again gets
+  /// EBUSY), so the claim closes what is left of them.
+  std::vector<std::pair<int, unsigned long>> sockets_before_, sockets_;
 };
 
 }  // namespace uroce::dpdk

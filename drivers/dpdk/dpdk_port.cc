@@ -10,7 +10,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "dpdk/af_xdp.h"
 #include "dpdk/eal.h"
@@ -34,12 +36,32 @@ std::string errstr(const char* what, int rc) {
 std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOptions& opts,
                                          std::string* error) {
   std::uint16_t id;
-  if (rte_eth_dev_get_port_by_name(device.substr(0, device.find(',')).c_str(), &id) != 0) {
-    *error = "no DPDK port for device '" + device + "'";
-    return nullptr;
+  const std::string name = device.substr(0, device.find(','));
+  std::string hotplugged;
+  if (rte_eth_dev_get_port_by_name(name.c_str(), &id) != 0) {
+    // EAL probed the devices of the configuration it started with; one
+    // added later (uroce link add) is plugged in now.
+    if (is_pci_address(device)) {
+      *error = "no DPDK port for device '" + device + "'";
+      return nullptr;
+    }
+    const std::string vdev = with_vdev_defaults(device);
+    const auto comma = vdev.find(',');
+    const std::string args = comma == std::string::npos ? "" : vdev.substr(comma + 1);
+    if (int rc = rte_eal_hotplug_add("vdev", name.c_str(), args.c_str()); rc != 0) {
+      *error = errstr(("cannot add DPDK device '" + vdev + "'").c_str(), rc);
+      return nullptr;
+    }
+    if (rte_eth_dev_get_port_by_name(name.c_str(), &id) != 0) {
+      rte_eal_hotplug_remove("vdev", name.c_str());
+      *error = "DPDK device '" + vdev + "' is no ethdev";
+      return nullptr;
+    }
+    hotplugged = name;
   }
   std::unique_ptr<DpdkPort> p(new DpdkPort());
   p->port_id_ = id;
+  p->vdev_ = hotplugged.empty() ? (is_pci_address(device) ? "" : name) : hotplugged;
   // Netdev mode: the port's packet sockets, open since EAL probed it,
   // filtered as early as can be.
   if (!opts.netdev.empty()) {
@@ -66,6 +88,13 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
   std::uint16_t rxd = opts.rx_desc, txd = opts.tx_desc;
   const std::string pool_name = "uroce_pool" + std::to_string(id);
   if (p->af_xdp_) {
+    // The XDP program passes ARP and ND to the kernel, which answers for
+    // the interface's addresses: only a netdev device has those.
+    if (opts.netdev.empty()) {
+      *error = "net_af_xdp is the port of a netdev device (netdev = \"" + p->iface_ +
+               "\", port = \"af_xdp\"): its XDP program leaves ARP and ND to the kernel";
+      return nullptr;
+    }
     p->xdp_claim_ = XdpClaim::take(p->iface_, error);
     if (!p->xdp_claim_) return nullptr;
     // The kernel places each frame in one page-sized UMEM chunk: a larger
@@ -118,11 +147,16 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
   }
   rte_eth_dev_adjust_nb_rx_tx_desc(id, &rxd, &txd);
   const int socket = rte_eth_dev_socket_id(id);
-  if (int rc = rte_eth_rx_queue_setup(id, 0, rxd, socket, nullptr, p->pool_); rc != 0) {
-    *error = errstr("rte_eth_rx_queue_setup", rc);
+  if (p->xdp_claim_) p->xdp_claim_->setting_up();
+  const int rx_rc = rte_eth_rx_queue_setup(id, 0, rxd, socket, nullptr, p->pool_);
+  // What the setup attached and opened, even when it failed halfway: the
+  // claim gives it back with the port.
+  if (p->xdp_claim_) p->xdp_claim_->attached();
+  if (rx_rc != 0) {
+    *error = errstr("rte_eth_rx_queue_setup", rx_rc);
     return nullptr;
   }
-  if (p->xdp_claim_) p->xdp_claim_->attached();
+  p->rx_queue_ready_ = true;
   if (int rc = rte_eth_tx_queue_setup(id, 0, txd, socket, nullptr); rc != 0) {
     *error = errstr("rte_eth_tx_queue_setup", rc);
     return nullptr;
@@ -157,10 +191,17 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
 DpdkPort::~DpdkPort() {
   if (ioctl_fd_ >= 0) close(ioctl_fd_);
   // net_af_xdp's close takes whatever program is on the interface off
-  // it: without the claim, that is another live program's.
-  if (!af_xdp_ || xdp_claim_) {
+  // it: without the claim, or when its queue setup failed (another
+  // program may have taken the hook meanwhile), that may be another's. A
+  // failed setup also leaves the PMD's queue pointing at memory it freed,
+  // which its close would touch. Such a port is left as it is (the claim
+  // takes uroce's own program off by its id).
+  if (!af_xdp_ || (xdp_claim_ && rx_queue_ready_)) {
     rte_eth_dev_stop(port_id_);
     rte_eth_dev_close(port_id_);
+    // The vdev too, so that a device of the same name may open again
+    // (uroce link delete, then add).
+    if (!vdev_.empty()) rte_eal_hotplug_remove("vdev", vdev_.c_str());
   }
   if (pool_) rte_mempool_free(pool_);
 }
@@ -174,12 +215,11 @@ void DpdkPort::attach_thread() {
 std::uint16_t DpdkPort::rx_burst(port::RxFrame* out, std::uint16_t max) {
   rte_mbuf* m[port::kRxBurst];
   const std::uint16_t n = rte_eth_rx_burst(port_id_, 0, m, std::min(max, port::kRxBurst));
-  if (n == 0 && af_xdp_ && sent_since_reap_) {
+  if (n == 0 && af_xdp_ && idle_reaps_ != 0) {
     // net_af_xdp takes back sent mbufs from the completion ring only in
-    // tx_burst: when the sending stops, an empty burst reaps them, or
-    // the pool drains into the ring.
-    rte_eth_tx_burst(port_id_, 0, nullptr, 0);
-    sent_since_reap_ = false;
+    // tx_burst: when the sending stops, empty bursts reap them (a NIC may
+    // complete a while after the send), or they stay in the ring.
+    if (--idle_reaps_ % 8 == 0) rte_eth_tx_burst(port_id_, 0, nullptr, 0);
   }
   std::uint16_t k = 0;
   for (std::uint16_t i = 0; i < n; ++i) {
@@ -233,7 +273,7 @@ std::uint16_t DpdkPort::tx_burst(port::TxFrame* frames, std::uint16_t n) {
     }
   }
   const std::uint16_t sent = rte_eth_tx_burst(port_id_, 0, m, n);
-  sent_since_reap_ = sent_since_reap_ || sent != 0;
+  if (sent != 0) idle_reaps_ = kIdleReaps;
   return sent;
 }
 

@@ -62,11 +62,15 @@ class DpdkPort : public port::Port {
  private:
   DpdkPort() = default;
   std::uint16_t port_id_ = 0;
+  std::string vdev_;  ///< the vdev's name, removed with the port; "" for a PCI device
   bool ipv4_checksum_offload_ = false;
   /// net_af_xdp: its pool is the kernel's UMEM (af_xdp.h), and what it
   /// sent comes back only through tx_burst.
   bool af_xdp_ = false;
-  bool sent_since_reap_ = false;
+  bool rx_queue_ready_ = false;
+  /// Empty polls after a send that still reap completions (every 8th).
+  static constexpr std::uint16_t kIdleReaps = 1024;
+  std::uint16_t idle_reaps_ = 0;
   std::unique_ptr<XdpClaim> xdp_claim_;
   /// net_af_packet keeps its link up whatever the interface does: for it
   /// the interface's carrier (IFF_RUNNING) is the link state, asked of the

@@ -5,6 +5,7 @@
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@ namespace uroce::config {
 namespace {
 
 constexpr std::size_t kHdr = NLMSG_ALIGN(sizeof(nlmsghdr));
+constexpr std::uint16_t kDiscardPort = 9;
 constexpr std::size_t kNdm = NLMSG_ALIGN(sizeof(ndmsg));
 // The kernel's NUD_VALID (include/net/neighbour.h, not in the uapi): the
 // states in which it sends to the entry's address.
@@ -150,14 +152,49 @@ std::optional<KernelNeighbors::Mac> KernelNeighbors::lookup(const Address& ip) {
 }
 
 bool KernelNeighbors::solicit(const Address& ip, std::string* error) {
-  Request req(RTM_NEWNEIGH, NLM_F_REQUEST | NLM_F_CREATE | NLM_F_ACK, ifindex_, ip, NTF_USE);
-  alignas(nlmsghdr) std::uint8_t reply[1024];
-  std::lock_guard lock(mu_);
-  req.set_seq(++seq_);
-  const long rc = transact(req.buf, req.len, reply, sizeof(reply));
-  if (rc >= 0) return true;
-  *error = std::string("RTM_NEWNEIGH (NTF_USE): ") + std::strerror(static_cast<int>(-rc));
-  return false;
+  if (!use_datagram_.load(std::memory_order_relaxed)) {
+    Request req(RTM_NEWNEIGH, NLM_F_REQUEST | NLM_F_CREATE | NLM_F_ACK, ifindex_, ip, NTF_USE);
+    alignas(nlmsghdr) std::uint8_t reply[1024];
+    std::lock_guard lock(mu_);
+    req.set_seq(++seq_);
+    const long rc = transact(req.buf, req.len, reply, sizeof(reply));
+    if (rc >= 0) return true;
+    if (rc != -EPERM) {
+      *error = std::string("RTM_NEWNEIGH (NTF_USE): ") + std::strerror(static_cast<int>(-rc));
+      return false;
+    }
+    // Changing the table takes CAP_NET_ADMIN; a packet to the peer does
+    // not.
+    use_datagram_.store(true, std::memory_order_relaxed);
+  }
+  // As rdma-core's libibverbs does (neigh.c): an empty datagram to the
+  // peer's discard port, for which the kernel resolves it first.
+  const int fd = socket(ip.v4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    *error = std::string("socket: ") + std::strerror(errno);
+    return false;
+  }
+  sockaddr_storage to{};
+  socklen_t len;
+  if (ip.v4) {
+    auto* a = reinterpret_cast<sockaddr_in*>(&to);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(kDiscardPort);
+    std::memcpy(&a->sin_addr, ip.bytes.data(), 4);
+    len = sizeof(*a);
+  } else {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&to);
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons(kDiscardPort);
+    std::memcpy(&a->sin6_addr, ip.bytes.data(), 16);
+    a->sin6_scope_id = ifindex_;  // a link-local peer is on this interface
+    len = sizeof(*a);
+  }
+  const bool sent =
+      sendto(fd, nullptr, 0, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&to), len) == 0;
+  if (!sent) *error = std::string("a datagram to the peer: ") + std::strerror(errno);
+  close(fd);
+  return sent;
 }
 
 }  // namespace uroce::config

@@ -7,6 +7,7 @@
 // dst_neigh_lookup), so uroce never sends or answers either in this mode.
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -38,8 +39,10 @@ class KernelNeighbors {
   std::optional<Mac> lookup(const Address& ip);
   /// Has the kernel resolve `ip` as a packet sent to it would
   /// (RTM_NEWNEIGH with NTF_USE: an ARP request or a neighbour
-  /// solicitation, retried by the kernel's own timers); false with *error
-  /// when the kernel refused. Any thread.
+  /// solicitation, retried by the kernel's own timers); without
+  /// CAP_NET_ADMIN, which that takes, by sending the peer an empty UDP
+  /// datagram to its discard port. False with *error when neither could
+  /// be done. Any thread.
   bool solicit(const Address& ip, std::string* error);
 
  private:
@@ -48,7 +51,8 @@ class KernelNeighbors {
   /// bytes); the length read, or -errno (an NLMSG_ERROR's too).
   long transact(const void* req, std::size_t len, void* reply, std::size_t cap);
 
-  std::mutex mu_;  // one request at a time on the socket
+  std::mutex mu_;                          // one request at a time on the socket
+  std::atomic<bool> use_datagram_{false};  // RTM_NEWNEIGH was refused
   int fd_;
   unsigned ifindex_;
   std::uint32_t seq_ = 0;

@@ -86,8 +86,7 @@ void HostStack::on_icmp(ConstBytes frame, const wire::FrameClass& c) {
 
 void HostStack::send_request(const wire::IpAddr& target) {
   if (kernel_neighbors_) {
-    kernel_neighbors_->solicit(target);
-    counters_.inc(EngineCounter::kKernelNeighborSolicit);
+    if (kernel_neighbors_->solicit(target)) counters_.inc(EngineCounter::kKernelNeighborSolicit);
     return;
   }
   const bool v4 = target.is_v4();

@@ -28,8 +28,8 @@ class HostStack {
   /// `addresses` are the device's; the first of each family sources its
   /// ARP requests and neighbour solicitations. With `kernel_stack` the
   /// kernel answers for them (netdev mode), so this stack never does; with
-  /// `kernel_neighbors` too, peers' MACs are the kernel's to find, and
-  /// this stack neither asks for them nor learns them.
+  /// `kernel_neighbors` too, peers' MACs are the kernel's to find: this
+  /// stack asks the kernel's table, and sends no request of its own.
   HostStack(std::vector<wire::IpAddr> addresses, std::uint16_t vlan_id, wire::MacAddr mac,
             port::Port& port, FramePath& path, EngineCounters& counters, bool kernel_stack = false,
             std::shared_ptr<NeighborSource> kernel_neighbors = nullptr);

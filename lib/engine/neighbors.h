@@ -22,8 +22,9 @@ class NeighborSource {
   virtual ~NeighborSource() = default;
   /// The MAC of `ip` when the table has a usable one.
   virtual std::optional<wire::MacAddr> lookup(const wire::IpAddr& ip) = 0;
-  /// Has the owner resolve `ip` (its ARP or neighbour discovery).
-  virtual void solicit(const wire::IpAddr& ip) = 0;
+  /// Has the owner resolve `ip` (its ARP or neighbour discovery); false
+  /// when it could not be asked.
+  virtual bool solicit(const wire::IpAddr& ip) = 0;
 };
 
 class Neighbors {

@@ -2,6 +2,7 @@
 #include "verbs/netdev_neighbors.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "config/kernel_neighbors.h"
 #include "log/log.h"
@@ -33,13 +34,17 @@ class KernelNeighborSource final : public engine::NeighborSource {
     return m;
   }
 
-  void solicit(const wire::IpAddr& ip) override {
+  bool solicit(const wire::IpAddr& ip) override {
     std::string why;
-    if (!table_->solicit(to_kernel(ip), &why))
+    if (table_->solicit(to_kernel(ip), &why)) return true;
+    // Once: a resolve asks every 100 ms.
+    if (!warned_.exchange(true))
       log::get().warn("resolving {} through the kernel: {}", ip.to_string(), why);
+    return false;
   }
 
  private:
+  std::atomic<bool> warned_{false};
   std::unique_ptr<config::KernelNeighbors> table_;
 };
 
