@@ -21,6 +21,14 @@
 //                           then kFrame    value: direction, text: FrameHeader + frame
 //                                          ... until the program hangs up
 //
+// and from `uroce link` (apps/uroce.cc), as `rdma link` speaks to the
+// kernel:
+//   kLinkAdd text: one [[device]] table  ->  kDone   text: the device's name
+//   kLinkDelete text: device              ->  kDone
+//   kLinkShow                             ->  kLinks  text: a line per device,
+//            "<name> state=<up|down> netdev=<iface> port=<DPDK device> mtu=<n>
+//             programs=<n> gids=<ip>,<ip>,..." (netdev= empty when none)
+//
 // A connection that attached is the program's hold on the device: when it
 // closes, the daemon drops the program's rings and QPNs. A connection that
 // asked for a capture (uroce-stat capture) only receives from then on:
@@ -33,7 +41,7 @@
 
 namespace uroce::daemon {
 
-inline constexpr std::uint32_t kProtocolVersion = 1;
+inline constexpr std::uint32_t kProtocolVersion = 2;
 /// Longest text of a message.
 inline constexpr std::size_t kMaxText = 16384;
 
@@ -51,6 +59,10 @@ enum class Op : std::uint32_t {
   kPort,
   kCmServices,
   kCapture,
+  kLinkAdd,
+  kLinkDelete,
+  kLinkShow,
+  kLinks,
   kFrame,  ///< the last: recv_message refuses any op past it
 };
 

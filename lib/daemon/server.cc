@@ -7,6 +7,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -62,62 +63,12 @@ bool make_parent(const std::string& path, std::string* error) {
 
 std::unique_ptr<Server> Server::open(const Config& c, std::string* error) {
   std::unique_ptr<Server> s(new Server());
-  if (c.devices.empty()) {
-    *error = "the configuration names no device ([[device]])";
-    return nullptr;
-  }
-  for (const DeviceConfig& dc : c.devices) {
-    const verbs::PortDriver* driver = verbs::find_port_driver(dc);
-    if (!driver) {
-      *error = dc.name + ": no port driver for '" + dc.port + "'";
-      return nullptr;
-    }
-    std::unique_ptr<port::Port> port = driver->open(dc, c, error);
-    if (!port) {
-      *error = dc.name + ": " + *error;
-      return nullptr;
-    }
-    // The capture sees the wire: inside the faults, what they drop is
-    // not on it.
-    auto tapped = std::make_unique<port::CapturePort>(std::move(port));
-    auto capture = std::make_unique<Capture>(*tapped);
-    port = verbs::Device::with_faults(std::move(tapped), c);
-    std::vector<wire::IpAddr> gids;
-    engine::EngineConfig ec;
-    if (!verbs::Device::engine_setup(dc, c, port->mac(), &gids, &ec, error)) return nullptr;
-    ec.loopback_tap = [cap = capture.get()](wire::ConstBytes f) { cap->loopback(f); };
-    Device d;
-    d.cfg = dc;
-    if (!dc.netdev.empty()) {
-      std::string why;
-      d.watch = config::AddressWatch::open(dc.netdev, &why);
-      if (!d.watch) log::get().warn("{}: {}; its addresses stay as they are now", dc.name, why);
-      d.gids = std::make_unique<verbs::GidTable>(
-          gids.front(), std::vector<wire::IpAddr>(gids.begin() + 1, gids.end()),
-          verbs::kGidTableLen);
-    }
-    d.capture = std::move(capture);
-    d.sw = std::make_unique<HostSwitch>(dc, *port, std::move(ec));
-    d.port = std::move(port);
-    s->devices_.push_back(std::move(d));
-    log::get().info("{}: serving on {}", dc.name, dc.port);
-  }
+  // A daemon may start with no device and be given them with
+  // `uroce link add`, as rxe's are with `rdma link add`.
+  s->config_ = c;
   verbs::Device::serve_prometheus(c);
-  for (Device& d : s->devices_) {
-    if (auto* stats = stats::StatsServer::instance()) {
-      HostSwitch* sw = d.sw.get();
-      const Capture* cap = d.capture.get();
-      d.stats_handle = stats->add(d.cfg.name, [sw, cap](std::string& out) {
-        const auto line = [&](std::string_view scope, std::string_view name, std::uint64_t v) {
-          out.append(scope).append(" ").append(name).append(" ").append(std::to_string(v));
-          out.append("\n");
-        };
-        sw->for_each_counter(line);
-        cap->for_each_counter(
-            [&](std::string_view name, std::uint64_t v) { line("capture", name, v); });
-      });
-    }
-  }
+  for (const DeviceConfig& dc : c.devices)
+    if (!s->add_device(dc, error)) return nullptr;
 
   s->path_ = c.daemon_socket;
   if (!make_parent(s->path_, error)) return nullptr;
@@ -171,6 +122,99 @@ Server::~Server() {
     d.capture.reset();
     d.port.reset();
   }
+}
+
+bool Server::add_device(const DeviceConfig& dc, std::string* error) {
+  for (const Device& d : devices_) {
+    if (d.cfg.name == dc.name) {
+      *error = dc.name + ": there is a device of that name";
+      return false;
+    }
+  }
+  const verbs::PortDriver* driver = verbs::find_port_driver(dc);
+  if (!driver) {
+    *error = dc.name + ": no port driver for '" + dc.port + "'";
+    return false;
+  }
+  std::unique_ptr<port::Port> port = driver->open(dc, config_, error);
+  if (!port) {
+    *error = dc.name + ": " + *error;
+    return false;
+  }
+  // The capture sees the wire: inside the faults, what they drop is not
+  // on it.
+  auto tapped = std::make_unique<port::CapturePort>(std::move(port));
+  auto capture = std::make_unique<Capture>(*tapped);
+  port = verbs::Device::with_faults(std::move(tapped), config_);
+  std::vector<wire::IpAddr> gids;
+  engine::EngineConfig ec;
+  if (!verbs::Device::engine_setup(dc, config_, port->mac(), &gids, &ec, error)) return false;
+  ec.loopback_tap = [cap = capture.get()](wire::ConstBytes f) { cap->loopback(f); };
+  Device d;
+  d.cfg = dc;
+  if (!dc.netdev.empty()) {
+    std::string why;
+    d.watch = config::AddressWatch::open(dc.netdev, &why);
+    if (!d.watch) log::get().warn("{}: {}; its addresses stay as they are now", dc.name, why);
+    d.gids = std::make_unique<verbs::GidTable>(
+        gids.front(), std::vector<wire::IpAddr>(gids.begin() + 1, gids.end()), verbs::kGidTableLen);
+  }
+  d.capture = std::move(capture);
+  d.sw = std::make_unique<HostSwitch>(dc, *port, std::move(ec));
+  d.port = std::move(port);
+  if (auto* stats = stats::StatsServer::instance()) {
+    HostSwitch* sw = d.sw.get();
+    const Capture* cap = d.capture.get();
+    d.stats_handle = stats->add(d.cfg.name, [sw, cap](std::string& out) {
+      const auto line = [&](std::string_view scope, std::string_view name, std::uint64_t v) {
+        out.append(scope).append(" ").append(name).append(" ").append(std::to_string(v));
+        out.append("\n");
+      };
+      sw->for_each_counter(line);
+      cap->for_each_counter(
+          [&](std::string_view name, std::uint64_t v) { line("capture", name, v); });
+    });
+  }
+  devices_.push_back(std::move(d));
+  log::get().info("{}: serving on {}", dc.name, dc.port);
+  return true;
+}
+
+int Server::delete_device(const std::string& name, std::string* error) {
+  const auto it = std::find_if(devices_.begin(), devices_.end(),
+                               [&](const Device& d) { return d.cfg.name == name; });
+  if (it == devices_.end()) {
+    *error = "no device " + name;
+    return ENODEV;
+  }
+  // Programs hold QPs and memory on it; a capture is a user's too. The
+  // kernel would take an rxe device from under its users; uroce asks
+  // them to go first.
+  if (const std::size_t n = it->sw->programs().size(); n != 0) {
+    *error = name + " has " + std::to_string(n) + " program(s) attached";
+    return EBUSY;
+  }
+  if (it->capture->clients() != 0) {
+    *error = name + " is being captured";
+    return EBUSY;
+  }
+  if (it->stats_handle != 0) stats::StatsServer::instance()->remove(it->stats_handle);
+  log::get().info("{}: deleted (it was on {})", name, it->cfg.port);
+  devices_.erase(it);
+  return 0;
+}
+
+std::string Server::links() const {
+  std::string out;
+  for (const Device& d : devices_) {
+    const DeviceConfig& dc = d.cfg;
+    out += dc.name + " state=" + (d.port->link_up() ? "up" : "down") + " netdev=" + dc.netdev +
+           " port=" + dc.port + " mtu=" + std::to_string(d.port->mtu()) +
+           " programs=" + std::to_string(d.sw->programs().size()) + " gids=";
+    for (std::size_t i = 0; i < dc.ip.size(); ++i) out += (i ? "," : "") + dc.ip[i].address;
+    out += "\n";
+  }
+  return out;
 }
 
 std::string Server::devices_toml() const {
@@ -346,6 +390,27 @@ bool Server::serve(Conn& c) {
       }
       return reply(Op::kError, ENODEV, "no device " + m.text);
     }
+    case Op::kLinkAdd: {
+      // The table is read here, in the daemon's network namespace, as
+      // the daemon's own configuration is: a netdev device's addresses
+      // are those of the daemon's interface.
+      const ConfigResult r = parse_config(m.text, "uroce link add", {});
+      if (!r.config) return reply(Op::kError, EINVAL, r.error);
+      if (r.config->devices.size() != 1)
+        return reply(Op::kError, EINVAL, "uroce link add: one [[device]] table");
+      std::string err;
+      if (!add_device(r.config->devices.front(), &err)) return reply(Op::kError, EINVAL, err);
+      // This thread runs the devices (run_once).
+      devices_.back().port->attach_thread();
+      return reply(Op::kDone, 0, r.config->devices.front().name);
+    }
+    case Op::kLinkDelete: {
+      std::string err;
+      if (const int rc = delete_device(m.text, &err); rc != 0) return reply(Op::kError, rc, err);
+      return reply(Op::kDone, 0);
+    }
+    case Op::kLinkShow:
+      return reply(Op::kLinks, 0, links());
     default:
       return reply(Op::kError, EINVAL, "not a request");
   }

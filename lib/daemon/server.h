@@ -70,6 +70,14 @@ class Server {
   };
 
   Server() = default;
+  /// Opens device `dc` (its port through the port driver that claims it,
+  /// with the configuration's faults) and serves it from now on.
+  bool add_device(const DeviceConfig& dc, std::string* error);
+  /// Removes device `name`: ENODEV when there is none, EBUSY while
+  /// programs are attached to it. 0 when done.
+  int delete_device(const std::string& name, std::string* error);
+  /// One line per device for `uroce link show` (protocol.h, kLinks).
+  std::string links() const;
   void serve_control();
   /// Takes what the interfaces of netdev devices gained or lost.
   void follow_addresses();
@@ -78,6 +86,9 @@ class Server {
   void close_conn(Conn& c);
   static PortInfo port_info(const Device& d);
 
+  /// The daemon's configuration: the faults, PFC and EAL settings a
+  /// device added later is opened with.
+  Config config_;
   std::string path_;
   int listen_fd_ = -1;
   std::vector<Device> devices_;
