@@ -4,15 +4,14 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <dirent.h>
-#include <fcntl.h>
 #include <linux/if_link.h>
 #include <net/if.h>
 #include <rte_errno.h>
 #include <rte_mbuf.h>
 #include <rte_mbuf_pool_ops.h>
-#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -154,8 +153,10 @@ rte_mempool* af_xdp_pool(const std::string& name, unsigned n, int socket, std::s
 }
 
 std::string af_xdp_program() {
-  if (access(UROCE_XDP_PROG_INSTALLED, R_OK) == 0) return UROCE_XDP_PROG_INSTALLED;
-  return UROCE_XDP_PROG_BUILT;
+  // The build tree's first: a program built there runs with the object
+  // built with it, even where an older uroce is installed.
+  if (access(UROCE_XDP_PROG_BUILT, R_OK) == 0) return UROCE_XDP_PROG_BUILT;
+  return UROCE_XDP_PROG_INSTALLED;
 }
 
 std::string af_xdp_vdev_defaults(const std::string& vdev) {
@@ -179,25 +180,23 @@ std::unique_ptr<XdpClaim> XdpClaim::take(const std::string& iface, std::string* 
     *error = "no interface '" + iface + "'";
     return nullptr;
   }
-  // Interface indices are per network namespace: the lock names both.
-  struct stat ns {};
-  if (stat("/proc/self/ns/net", &ns) != 0) {
-    *error = std::string("/proc/self/ns/net: ") + std::strerror(errno);
-    return nullptr;
-  }
-  mkdir("/run/uroce", 0755);
-  mkdir("/run/uroce/xdp", 0755);
-  const std::string path =
-      "/run/uroce/xdp/" + std::to_string(ns.st_ino) + "-" + std::to_string(ifindex) + ".lock";
-  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  // The hold: an abstract Unix socket name, which belongs to the network
+  // namespace (as interface indices do), whatever the mount namespace,
+  // and which the kernel lets go when the process ends.
+  const std::string path = "uroce-xdp-" + std::to_string(ifindex);
+  const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
-    *error = path + ": " + std::strerror(errno);
+    *error = std::string("socket: ") + std::strerror(errno);
     return nullptr;
   }
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    *error = errno == EWOULDBLOCK ? "another uroce program has an af_xdp port on " + iface +
-                                        " (one device per interface; share it through uroced)"
-                                  : path + ": " + std::strerror(errno);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path + 1, path.data(), path.size());  // sun_path[0] = 0: abstract
+  const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + path.size());
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0) {
+    *error = errno == EADDRINUSE ? "another uroce program has an af_xdp port on " + iface +
+                                       " (one device per interface; share it through uroced)"
+                                 : "@" + path + ": " + std::strerror(errno);
     close(fd);
     return nullptr;
   }

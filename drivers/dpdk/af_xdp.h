@@ -54,17 +54,18 @@ rte_mempool* af_xdp_pool(const std::string& name, unsigned n, int socket, std::s
 /// frames off the interface.
 std::string af_xdp_vdev_defaults(const std::string& vdev);
 
-/// Where uroce's XDP program is: installed, else in the build tree.
+/// Where uroce's XDP program is: in the build tree, else installed.
 std::string af_xdp_program();
 
 /// This process's hold on an interface's XDP hook. net_af_xdp attaches
 /// the program through netlink, where it outlives the process: a program
 /// that exits without closing its port, or dies, leaves it behind, and
-/// the next one could not attach its own. So the hook is claimed with a
-/// lock file (/run/uroce/xdp/<netns>-<ifindex>.lock) that the kernel lets
-/// go when the process ends: uroce's program on an unclaimed interface is
-/// a dead process's, and is taken off; the claim takes its own off when
-/// the port closes or the process exits.
+/// the next one could not attach its own. So the hook is claimed with an
+/// abstract Unix socket name (@uroce-xdp-<ifindex>, of the network
+/// namespace) that the kernel lets go when the process ends: uroce's
+/// program on an unclaimed interface is a dead process's, and is taken
+/// off; the claim takes its own off when the port closes or the process
+/// exits.
 class XdpClaim {
  public:
   /// Claims the XDP hook of `iface` (in this network namespace) for a
@@ -91,7 +92,7 @@ class XdpClaim {
   int lock_fd_;
   int ifindex_;
   int owner_;         ///< the pid that claimed: a forked child detaches nothing
-  std::string path_;  ///< the lock file
+  std::string path_;  ///< the abstract name held
   std::uint32_t prog_id_ = 0;
   /// The AF_XDP sockets (descriptor, inode) the queue setup opened: with
   /// DPDK 22.11 and libxdp 1.3 the UMEM's own socket outlives the port's

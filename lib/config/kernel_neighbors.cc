@@ -130,17 +130,28 @@ std::optional<KernelNeighbors::Mac> KernelNeighbors::lookup(const Address& ip) {
     ndmsg ndm;
     std::memcpy(&ndm, reply + kHdr, sizeof(ndm));
     if (!(ndm.ndm_state & kNudValid)) return std::nullopt;  // incomplete or failed
+    // The answer must be about what was asked (a forked child shares the
+    // socket, and its sequence numbers).
+    if (ndm.ndm_family != (ip.v4 ? AF_INET : AF_INET6) ||
+        ndm.ndm_ifindex != static_cast<int>(ifindex_))
+      return std::nullopt;
     stale = ndm.ndm_state & NUD_STALE;
+    const std::size_t alen = ip.v4 ? 4 : 16;
+    bool same_dst = false;
     for (std::size_t off = kHdr + kNdm; off + sizeof(rtattr) <= static_cast<std::size_t>(n);) {
       rtattr a;
       std::memcpy(&a, reply + off, sizeof(a));
       if (a.rta_len < sizeof(rtattr) || off + a.rta_len > static_cast<std::size_t>(n)) break;
+      const std::uint8_t* value = reply + off + RTA_LENGTH(0);
       if (a.rta_type == NDA_LLADDR && a.rta_len == RTA_LENGTH(6)) {
         mac.emplace();
-        std::memcpy(mac->data(), reply + off + RTA_LENGTH(0), 6);
+        std::memcpy(mac->data(), value, 6);
       }
+      if (a.rta_type == NDA_DST && a.rta_len == RTA_LENGTH(alen))
+        same_dst = std::memcmp(value, ip.bytes.data(), alen) == 0;
       off += RTA_ALIGN(a.rta_len);
     }
+    if (!same_dst) return std::nullopt;
   }
   // The kernel confirms a stale entry when a packet goes to it; uroce's
   // packets bypass it, so ask as that packet would have.
