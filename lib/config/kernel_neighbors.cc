@@ -52,7 +52,71 @@ struct Request {
   void set_seq(std::uint32_t seq) { std::memcpy(buf + offsetof(nlmsghdr, nlmsg_seq), &seq, 4); }
 };
 
+// A route lookup for one destination out of one interface (RTM_GETROUTE
+// with RTA_DST and RTA_OIF), as `ip route get ADDR oif IFACE`.
+struct RouteRequest {
+  alignas(nlmsghdr)
+      std::uint8_t buf[kHdr + NLMSG_ALIGN(sizeof(rtmsg)) + RTA_SPACE(16) + RTA_SPACE(4)]{};
+  std::size_t len = 0;
+
+  RouteRequest(unsigned ifindex, const KernelNeighbors::Address& ip, std::uint32_t seq) {
+    const std::size_t alen = ip.v4 ? 4 : 16;
+    constexpr std::size_t kRtm = NLMSG_ALIGN(sizeof(rtmsg));
+    len = kHdr + kRtm + RTA_SPACE(alen) + RTA_SPACE(4);
+    nlmsghdr h{};
+    h.nlmsg_len = static_cast<std::uint32_t>(len);
+    h.nlmsg_type = RTM_GETROUTE;
+    h.nlmsg_flags = NLM_F_REQUEST;
+    h.nlmsg_seq = seq;
+    std::memcpy(buf, &h, sizeof(h));
+    rtmsg rtm{};
+    rtm.rtm_family = ip.v4 ? AF_INET : AF_INET6;
+    rtm.rtm_dst_len = static_cast<unsigned char>(alen * 8);
+    std::memcpy(buf + kHdr, &rtm, sizeof(rtm));
+    std::size_t off = kHdr + kRtm;
+    rtattr a{};
+    a.rta_len = static_cast<unsigned short>(RTA_LENGTH(alen));
+    a.rta_type = RTA_DST;
+    std::memcpy(buf + off, &a, sizeof(a));
+    std::memcpy(buf + off + RTA_LENGTH(0), ip.bytes.data(), alen);
+    off += RTA_SPACE(alen);
+    a.rta_len = static_cast<unsigned short>(RTA_LENGTH(4));
+    a.rta_type = RTA_OIF;
+    const auto oif = static_cast<std::uint32_t>(ifindex);
+    std::memcpy(buf + off, &a, sizeof(a));
+    std::memcpy(buf + off + RTA_LENGTH(0), &oif, 4);
+  }
+};
+
 }  // namespace
+
+KernelNeighbors::Address KernelNeighbors::next_hop(const Address& ip) {
+  alignas(nlmsghdr) std::uint8_t reply[2048];
+  std::lock_guard lock(mu_);
+  const RouteRequest req(ifindex_, ip, ++seq_);
+  const long n = transact(req.buf, req.len, reply, sizeof(reply));
+  nlmsghdr h;
+  std::memcpy(&h, reply, sizeof(h));
+  constexpr std::size_t kRtm = NLMSG_ALIGN(sizeof(rtmsg));
+  // No route out of the interface (or no answer): the address itself, as
+  // for a peer on the link.
+  if (n <= 0 || h.nlmsg_type != RTM_NEWROUTE || static_cast<std::size_t>(n) < kHdr + kRtm)
+    return ip;
+  const std::size_t alen = ip.v4 ? 4 : 16;
+  for (std::size_t off = kHdr + kRtm; off + sizeof(rtattr) <= static_cast<std::size_t>(n);) {
+    rtattr a;
+    std::memcpy(&a, reply + off, sizeof(a));
+    if (a.rta_len < sizeof(rtattr) || off + a.rta_len > static_cast<std::size_t>(n)) break;
+    if (a.rta_type == RTA_GATEWAY && a.rta_len == RTA_LENGTH(alen)) {
+      Address gw;
+      gw.v4 = ip.v4;
+      std::memcpy(gw.bytes.data(), reply + off + RTA_LENGTH(0), alen);
+      return gw;
+    }
+    off += RTA_ALIGN(a.rta_len);
+  }
+  return ip;  // on the link
+}
 
 std::unique_ptr<KernelNeighbors> KernelNeighbors::open(const std::string& iface,
                                                        std::string* error) {
@@ -114,7 +178,10 @@ long KernelNeighbors::transact(const void* req, std::size_t len, void* reply, st
   }
 }
 
-std::optional<KernelNeighbors::Mac> KernelNeighbors::lookup(const Address& ip) {
+std::optional<KernelNeighbors::Mac> KernelNeighbors::lookup(const Address& peer) {
+  // A peer behind a router is reached at the router's MAC, as the
+  // kernel's own packets to it (rxe: the route's neighbour).
+  const Address ip = next_hop(peer);
   Request req(RTM_GETNEIGH, NLM_F_REQUEST, ifindex_, ip, 0);
   alignas(nlmsghdr) std::uint8_t reply[1024];
   bool stale = false;
@@ -157,12 +224,13 @@ std::optional<KernelNeighbors::Mac> KernelNeighbors::lookup(const Address& ip) {
   // packets bypass it, so ask as that packet would have.
   if (mac && stale) {
     std::string ignored;
-    solicit(ip, &ignored);
+    solicit(peer, &ignored);
   }
   return mac;
 }
 
-bool KernelNeighbors::solicit(const Address& ip, std::string* error) {
+bool KernelNeighbors::solicit(const Address& peer, std::string* error) {
+  const Address ip = next_hop(peer);
   if (!use_datagram_.load(std::memory_order_relaxed)) {
     Request req(RTM_NEWNEIGH, NLM_F_REQUEST | NLM_F_CREATE | NLM_F_ACK, ifindex_, ip, NTF_USE);
     alignas(nlmsghdr) std::uint8_t reply[1024];

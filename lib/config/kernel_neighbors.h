@@ -32,12 +32,17 @@ class KernelNeighbors {
   KernelNeighbors(const KernelNeighbors&) = delete;
   KernelNeighbors& operator=(const KernelNeighbors&) = delete;
 
-  /// The MAC the kernel holds for `ip` on the interface, when its entry is
+  /// The address whose MAC frames to `ip` go to: the gateway of the
+  /// kernel's route to it out of the interface, else `ip` itself (a peer
+  /// on the link). One rtnetlink round trip.
+  Address next_hop(const Address& ip);
+
+  /// The MAC the kernel holds for `ip`'s next hop on the interface, when its entry is
   /// usable (NUD_VALID: reachable, stale, delayed, probing, permanent).
   /// A stale one is also sent for again, as the kernel would on a send to
   /// it. Any thread; one rtnetlink round trip.
   std::optional<Mac> lookup(const Address& ip);
-  /// Has the kernel resolve `ip` as a packet sent to it would
+  /// Has the kernel resolve `ip`'s next hop as a packet sent to it would
   /// (RTM_NEWNEIGH with NTF_USE: an ARP request or a neighbour
   /// solicitation, retried by the kernel's own timers); without
   /// CAP_NET_ADMIN, which that takes, by sending the peer an empty UDP

@@ -349,6 +349,23 @@ TEST_F(NetdevMiddleware, PeersAreFoundThroughTheKernelsNeighbourTable) {
       << neigh.output();
 }
 
+// A peer behind a router: a reaches 10.99.0.5 through 10.78.0.2 (b, its
+// gateway), and b answers no ARP for 10.99.0.5 from a's subnet
+// (arp_ignore 2). uroce sends to the gateway's MAC, as the kernel and rxe
+// do (the route's next hop): rping connects, and a's kernel never asked
+// for 10.99.0.5 itself.
+TEST_F(NetdevMiddleware, APeerBehindARouterIsReachedAtTheRoutersMac) {
+  ASSERT_EQ(test::sh(in('b', "ip addr add 10.99.0.5/32 dev eth")), 0);
+  ASSERT_EQ(test::sh(in('b', "sysctl -qw net.ipv4.conf.all.arp_ignore=2")), 0);
+  ASSERT_EQ(test::sh(in('a', "ip route add 10.99.0.0/24 via 10.78.0.2 dev eth")), 0);
+  run_pair("rping -s -a 10.99.0.5 -V -C 5", "rping -c -a 10.99.0.5 -V -v -C 5", 0,
+           R"(ping data: rdma-ping-4)");
+  Child neigh(in('a', "ip neigh show dev eth"), bed_.dir() + "/neigh.log");
+  ASSERT_EQ(neigh.wait(10s), 0);
+  EXPECT_EQ(neigh.output().find("10.99.0.5"), std::string::npos) << neigh.output();
+  EXPECT_NE(neigh.output().find("10.78.0.2 "), std::string::npos) << neigh.output();
+}
+
 // qperf -cm1: its control over TCP to b's address, its QPs connected by
 // rdma_cm to the same address. (Its UD tests build their address handle
 // from the UD connect request, which rdma_cm fills on InfiniBand only: on
