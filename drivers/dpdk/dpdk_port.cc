@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include "dpdk/af_xdp.h"
@@ -31,13 +33,32 @@ std::string errstr(const char* what, int rc) {
   return std::string(what) + ": " + std::strerror(rc < 0 ? -rc : rc);
 }
 
+// The ethdevs this process's ports have open, and the af_xdp vdevs a
+// failed setup left plugged (net_af_xdp cannot set such a port up again,
+// nor be closed safely). Another device must not take either.
+struct Ports {
+  std::mutex mu;
+  std::set<std::uint16_t> open;
+  std::set<std::string> stuck;
+};
+Ports& ports() {
+  static Ports p;
+  return p;
+}
+
 }  // namespace
 
 std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOptions& opts,
                                          std::string* error) {
   std::uint16_t id;
   const std::string name = device.substr(0, device.find(','));
-  std::string hotplugged;
+  {
+    std::lock_guard lock(ports().mu);
+    if (ports().stuck.count(name)) {
+      *error = "'" + name + "' failed to open before and cannot open again in this process";
+      return nullptr;
+    }
+  }
   if (rte_eth_dev_get_port_by_name(name.c_str(), &id) != 0) {
     // EAL probed the devices of the configuration it started with; one
     // added later (uroce link add) is plugged in now.
@@ -57,11 +78,18 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
       *error = "DPDK device '" + vdev + "' is no ethdev";
       return nullptr;
     }
-    hotplugged = name;
+  }
+  {
+    std::lock_guard lock(ports().mu);
+    if (!ports().open.insert(id).second) {
+      *error = "'" + name + "' is another device's port";
+      return nullptr;
+    }
   }
   std::unique_ptr<DpdkPort> p(new DpdkPort());
   p->port_id_ = id;
-  p->vdev_ = hotplugged.empty() ? (is_pci_address(device) ? "" : name) : hotplugged;
+  p->owned_ = true;
+  p->vdev_ = is_pci_address(device) ? "" : name;
   // Netdev mode: the port's packet sockets, open since EAL probed it,
   // filtered as early as can be.
   if (!opts.netdev.empty()) {
@@ -190,20 +218,27 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
 
 DpdkPort::~DpdkPort() {
   if (ioctl_fd_ >= 0) close(ioctl_fd_);
+  if (!owned_) return;
   // net_af_xdp's close takes whatever program is on the interface off
   // it: without the claim, or when its queue setup failed (another
   // program may have taken the hook meanwhile), that may be another's. A
   // failed setup also leaves the PMD's queue pointing at memory it freed,
   // which its close would touch. Such a port is left as it is (the claim
   // takes uroce's own program off by its id).
-  if (!af_xdp_ || (xdp_claim_ && rx_queue_ready_)) {
+  const bool close = !af_xdp_ || (xdp_claim_ && rx_queue_ready_);
+  if (close) {
     rte_eth_dev_stop(port_id_);
     rte_eth_dev_close(port_id_);
     // The vdev too, so that a device of the same name may open again
     // (uroce link delete, then add).
     if (!vdev_.empty()) rte_eal_hotplug_remove("vdev", vdev_.c_str());
   }
+  // The program off the interface before its memory goes.
+  xdp_claim_.reset();
   if (pool_) rte_mempool_free(pool_);
+  std::lock_guard lock(ports().mu);
+  ports().open.erase(port_id_);
+  if (!close) ports().stuck.insert(vdev_);
 }
 
 void DpdkPort::attach_thread() {

@@ -62,7 +62,8 @@ class DpdkPort : public port::Port {
  private:
   DpdkPort() = default;
   std::uint16_t port_id_ = 0;
-  std::string vdev_;  ///< the vdev's name, removed with the port; "" for a PCI device
+  bool owned_ = false;  ///< the ethdev is this port's (no other device's): it closes it
+  std::string vdev_;    ///< the vdev's name, removed with the port; "" for a PCI device
   bool ipv4_checksum_offload_ = false;
   /// net_af_xdp: its pool is the kernel's UMEM (af_xdp.h), and what it
   /// sent comes back only through tx_burst.

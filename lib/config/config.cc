@@ -160,7 +160,16 @@ DeviceConfig read_device(const TomlReader& t, std::size_t index) {
           "vlan_id", "ecn", "link_wait_ms"});
   DeviceConfig dev;
   dev.name = t.string("name").value_or("uroce" + std::to_string(index));
+  // The name goes into the port's vdev string, the daemon's device list
+  // and stats scopes: letters, digits, '_', '-', '.' only (IB_DEVICE_NAME_MAX
+  // is 64 with its NUL).
+  if (dev.name.empty() || dev.name.size() > 63 ||
+      dev.name.find_first_not_of(
+          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") != std::string::npos)
+    t.fail("name", "'" + dev.name + "' is not 1 to 63 letters, digits, '_', '-' or '.'");
   dev.netdev = t.string("netdev").value_or("");
+  if (dev.netdev.find_first_of(",= \t\n") != std::string::npos)
+    t.fail("netdev", "'" + dev.netdev + "' is no interface name");
   const auto port = t.string("port");
   if (!dev.netdev.empty() && port && port->starts_with("uroced:")) {
     // A device daemon's netdev device, as the daemon describes it to its

@@ -22,7 +22,7 @@
 //                                          ... until the program hangs up
 //
 // and from `uroce link` (apps/uroce.cc), as `rdma link` speaks to the
-// kernel:
+// kernel, for root or the daemon's own user only (SO_PEERCRED):
 //   kLinkAdd text: one [[device]] table  ->  kDone   text: the device's name
 //   kLinkDelete text: device              ->  kDone
 //   kLinkShow                             ->  kLinks  text: a line per device,
@@ -41,7 +41,7 @@
 
 namespace uroce::daemon {
 
-inline constexpr std::uint32_t kProtocolVersion = 2;
+inline constexpr std::uint32_t kProtocolVersion = 1;
 /// Longest text of a message.
 inline constexpr std::size_t kMaxText = 16384;
 
@@ -59,11 +59,13 @@ enum class Op : std::uint32_t {
   kPort,
   kCmServices,
   kCapture,
+  kFrame,
+  // uroce link's, added after version 1's: programs of either age speak
+  // to a daemon of either (an older daemon answers these kError).
   kLinkAdd,
   kLinkDelete,
   kLinkShow,
-  kLinks,
-  kFrame,  ///< the last: recv_message refuses any op past it
+  kLinks,  ///< the last: recv_message refuses any op past it
 };
 
 /// What precedes a captured frame in a kFrame's text.

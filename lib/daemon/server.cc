@@ -200,6 +200,12 @@ int Server::delete_device(const std::string& name, std::string* error) {
   }
   if (it->stats_handle != 0) stats::StatsServer::instance()->remove(it->stats_handle);
   log::get().info("{}: deleted (it was on {})", name, it->cfg.port);
+  // The switch (its engine frees frames into the port) before the port,
+  // as ~Server does: erase would move the later devices over this one
+  // member by member, the port first.
+  it->sw.reset();
+  it->capture.reset();
+  it->port.reset();
   devices_.erase(it);
   return 0;
 }
@@ -267,10 +273,13 @@ std::uint32_t Server::run_once(bool control) {
 }
 
 void Server::follow_addresses() {
+  // A port on a kernel interface reads its MTU again (programs that
+  // attach from now on are told it), every 100 ms as a device does.
+  const engine::Nanos now = engine::now_ns();
+  const bool mtu = now - followed_at_ >= 100'000'000;
+  if (mtu) followed_at_ = now;
   for (Device& d : devices_) {
-    // A port on a kernel interface reads its MTU again (programs that
-    // attach from now on are told it).
-    d.port->link_up();
+    if (mtu) d.port->link_up();
     if (!d.watch || !d.watch->changed()) continue;
     // Programs that attach from now on are given the addresses in the
     // table's order (d.cfg.ip): their GID indices are the daemon's while
@@ -312,10 +321,12 @@ void Server::serve_control() {
         close(fd);
         continue;
       }
-      conns_.push_back({fd, cred.pid, nullptr, nullptr, nullptr});
+      conns_.push_back({fd, cred.pid, cred.uid, nullptr, nullptr, nullptr});
     }
   }
 }
+
+bool Server::may_manage(const Conn& c) { return c.uid == 0 || c.uid == geteuid(); }
 
 bool Server::serve(Conn& c) {
   Message m;
@@ -391,6 +402,7 @@ bool Server::serve(Conn& c) {
       return reply(Op::kError, ENODEV, "no device " + m.text);
     }
     case Op::kLinkAdd: {
+      if (!may_manage(c)) return reply(Op::kError, EPERM, "uroce link add is root's");
       // The table is read here, in the daemon's network namespace, as
       // the daemon's own configuration is: a netdev device's addresses
       // are those of the daemon's interface.
@@ -398,6 +410,16 @@ bool Server::serve(Conn& c) {
       if (!r.config) return reply(Op::kError, EINVAL, r.error);
       if (r.config->devices.size() != 1)
         return reply(Op::kError, EINVAL, "uroce link add: one [[device]] table");
+      // A netdev device on one of the two ports, nothing else: the port
+      // string and the MTU are the daemon's to choose (a vdev's arguments
+      // load programs, an MTU is set on the kernel's interface).
+      const DeviceConfig& dc = r.config->devices.front();
+      const std::string tail = "_" + dc.name + ",iface=" + dc.netdev;
+      if (dc.netdev.empty() ||
+          (dc.port != "net_af_packet" + tail && dc.port != "net_af_xdp" + tail) || dc.mtu != 0 ||
+          dc.hugepages)
+        return reply(Op::kError, EINVAL,
+                     "uroce link add: a name, netdev and port af_packet or af_xdp only");
       std::string err;
       if (!add_device(r.config->devices.front(), &err)) return reply(Op::kError, EINVAL, err);
       // This thread runs the devices (run_once).
@@ -405,6 +427,7 @@ bool Server::serve(Conn& c) {
       return reply(Op::kDone, 0, r.config->devices.front().name);
     }
     case Op::kLinkDelete: {
+      if (!may_manage(c)) return reply(Op::kError, EPERM, "uroce link delete is root's");
       std::string err;
       if (const int rc = delete_device(m.text, &err); rc != 0) return reply(Op::kError, rc, err);
       return reply(Op::kDone, 0);

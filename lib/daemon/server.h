@@ -64,6 +64,7 @@ class Server {
   struct Conn {
     int fd = -1;
     pid_t pid = 0;
+    uid_t uid = 0;  ///< who it is (SO_PEERCRED): uroce link is root's and the daemon's user's
     HostSwitch* sw = nullptr;  ///< the device it attached to, if any
     Program* program = nullptr;
     Capture* capture = nullptr;  ///< the device it captures, if it asked to
@@ -78,8 +79,12 @@ class Server {
   int delete_device(const std::string& name, std::string* error);
   /// One line per device for `uroce link show` (protocol.h, kLinks).
   std::string links() const;
+  /// Whether `c` may add and delete devices: root, or the daemon's user
+  /// (the socket is open to every program of the host).
+  static bool may_manage(const Conn& c);
   void serve_control();
-  /// Takes what the interfaces of netdev devices gained or lost.
+  /// Takes what the interfaces of netdev devices gained or lost, and
+  /// their MTU.
   void follow_addresses();
   /// Answers what `c` asks; false when the connection is to close.
   bool serve(Conn& c);
@@ -93,6 +98,7 @@ class Server {
   int listen_fd_ = -1;
   std::vector<Device> devices_;
   std::vector<Conn> conns_;
+  engine::Nanos followed_at_ = 0;  ///< when follow_addresses last read the MTUs
 };
 
 }  // namespace uroce::daemon

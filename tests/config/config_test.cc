@@ -96,6 +96,9 @@ TEST(Config, RefusesBadInputNamingTheKey) {
       {"[[device]]\nport = \"x\"\nip = \"10.0.0.1\"\n[[device]]\nport = \"y\"\nip = "
        "\"10.0.0.2\"\nname = \"uroce0\"",
        "device[1].name: 'uroce0' is taken"},
+      {"[[device]]\nname = \"x,xdp_prog=/e.o\"\nnetdev = \"lo\"",
+       "device[0].name: 'x,xdp_prog=/e.o' is not 1 to 63 letters, digits, '_', '-' or '.'"},
+      {"[[device]]\nnetdev = \"lo,x=1\"", "device[0].netdev: 'lo,x=1' is no interface name"},
       {"[[device]]\nnetdev = \"nosuch0\"",
        "device[0].netdev: 'nosuch0' is no interface in this network namespace"},
       {"[[device]]\nnetdev = \"lo\"\nip = \"10.0.0.1\"",

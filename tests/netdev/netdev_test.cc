@@ -597,6 +597,19 @@ TEST_F(Netdev, UroceLinkAddsShowsAndDeletesADaemonsDevice) {
   const auto [none_rc, none] = link('b', "add uroce2 netdev nosuch0", "nosuch");
   EXPECT_NE(none_rc, 0);
   EXPECT_NE(none.find("'nosuch0' is no interface"), std::string::npos) << none;
+  // A port string of the caller's (vdev arguments load XDP programs) is
+  // the daemon's to choose, and a user who is not root adds nothing.
+  const auto [vdev_rc, vdev] =
+      link('b', "add uroce2 netdev eth2 port net_af_xdp_x,iface=eth2,xdp_prog=/e.o", "vdev");
+  EXPECT_NE(vdev_rc, 0);
+  EXPECT_NE(vdev.find("port af_packet or af_xdp only"), std::string::npos) << vdev;
+  ASSERT_EQ(test::sh("chmod o+x " + bed_.dir()), 0);
+  Child nobody(
+      in('b', "setpriv --reuid=65534 --regid=65534 --clear-groups " + std::string(UROCE_BIN_DIR) +
+                  "/uroce --socket " + bed_.daemon_socket('b') + " link add uroce2 netdev eth2"),
+      bed_.dir() + "/nobody.log");
+  EXPECT_NE(nobody.wait(30s), 0);
+  EXPECT_NE(nobody.output().find("is root's"), std::string::npos) << nobody.output();
 
   // Programs find the device and move data over it.
   Pair p = perftest("ib_write_bw", "-n 300", kBwLine);
