@@ -10,11 +10,9 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <set>
-#include <thread>
 
 #include "dpdk/af_xdp.h"
 #include "dpdk/eal.h"

@@ -24,77 +24,86 @@ constexpr std::size_t kNdm = NLMSG_ALIGN(sizeof(ndmsg));
 constexpr std::uint16_t kNudValid =
     NUD_PERMANENT | NUD_NOARP | NUD_REACHABLE | NUD_PROBE | NUD_STALE | NUD_DELAY;
 
-/// A neighbour request: the message header, the ndmsg and NDA_DST.
-struct Request {
-  alignas(nlmsghdr) std::uint8_t buf[kHdr + kNdm + RTA_SPACE(16)]{};
-  std::size_t len = 0;
-
-  Request(std::uint16_t type, std::uint16_t flags, unsigned ifindex,
-          const KernelNeighbors::Address& ip, std::uint8_t ndm_flags) {
-    const std::size_t alen = ip.v4 ? 4 : 16;
-    len = kHdr + kNdm + RTA_SPACE(alen);
+// An rtnetlink request: the message header, the family's fixed header
+// (ndmsg, rtmsg) and attributes, built in place.
+class Request {
+ public:
+  template <typename Fixed>
+  Request(std::uint16_t type, std::uint16_t flags, std::uint32_t seq, const Fixed& fixed) {
     nlmsghdr h{};
-    h.nlmsg_len = static_cast<std::uint32_t>(len);
     h.nlmsg_type = type;
     h.nlmsg_flags = flags;
-    std::memcpy(buf, &h, sizeof(h));
-    ndmsg ndm{};
-    ndm.ndm_family = ip.v4 ? AF_INET : AF_INET6;
-    ndm.ndm_ifindex = static_cast<int>(ifindex);
-    ndm.ndm_flags = ndm_flags;
-    std::memcpy(buf + kHdr, &ndm, sizeof(ndm));
-    rtattr a{};
-    a.rta_len = static_cast<unsigned short>(RTA_LENGTH(alen));
-    a.rta_type = NDA_DST;
-    std::memcpy(buf + kHdr + kNdm, &a, sizeof(a));
-    std::memcpy(buf + kHdr + kNdm + RTA_LENGTH(0), ip.bytes.data(), alen);
-  }
-  void set_seq(std::uint32_t seq) { std::memcpy(buf + offsetof(nlmsghdr, nlmsg_seq), &seq, 4); }
-};
-
-// A route lookup for one destination out of one interface (RTM_GETROUTE
-// with RTA_DST and RTA_OIF), as `ip route get ADDR oif IFACE`.
-struct RouteRequest {
-  alignas(nlmsghdr)
-      std::uint8_t buf[kHdr + NLMSG_ALIGN(sizeof(rtmsg)) + RTA_SPACE(16) + RTA_SPACE(4)]{};
-  std::size_t len = 0;
-
-  RouteRequest(unsigned ifindex, const KernelNeighbors::Address& ip, std::uint32_t seq) {
-    const std::size_t alen = ip.v4 ? 4 : 16;
-    constexpr std::size_t kRtm = NLMSG_ALIGN(sizeof(rtmsg));
-    len = kHdr + kRtm + RTA_SPACE(alen) + RTA_SPACE(4);
-    nlmsghdr h{};
-    h.nlmsg_len = static_cast<std::uint32_t>(len);
-    h.nlmsg_type = RTM_GETROUTE;
-    h.nlmsg_flags = NLM_F_REQUEST;
     h.nlmsg_seq = seq;
-    std::memcpy(buf, &h, sizeof(h));
-    rtmsg rtm{};
-    rtm.rtm_family = ip.v4 ? AF_INET : AF_INET6;
-    rtm.rtm_dst_len = static_cast<unsigned char>(alen * 8);
-    std::memcpy(buf + kHdr, &rtm, sizeof(rtm));
-    std::size_t off = kHdr + kRtm;
-    rtattr a{};
-    a.rta_len = static_cast<unsigned short>(RTA_LENGTH(alen));
-    a.rta_type = RTA_DST;
-    std::memcpy(buf + off, &a, sizeof(a));
-    std::memcpy(buf + off + RTA_LENGTH(0), ip.bytes.data(), alen);
-    off += RTA_SPACE(alen);
-    a.rta_len = static_cast<unsigned short>(RTA_LENGTH(4));
-    a.rta_type = RTA_OIF;
-    const auto oif = static_cast<std::uint32_t>(ifindex);
-    std::memcpy(buf + off, &a, sizeof(a));
-    std::memcpy(buf + off + RTA_LENGTH(0), &oif, 4);
+    std::memcpy(buf_, &h, sizeof(h));
+    std::memcpy(buf_ + kHdr, &fixed, sizeof(fixed));
+    set_len(kHdr + NLMSG_ALIGN(sizeof(fixed)));
   }
+  void attr(std::uint16_t type, const void* data, std::size_t n) {
+    rtattr a{};
+    a.rta_len = static_cast<unsigned short>(RTA_LENGTH(n));
+    a.rta_type = type;
+    std::memcpy(buf_ + len_, &a, sizeof(a));
+    std::memcpy(buf_ + len_ + RTA_LENGTH(0), data, n);
+    set_len(len_ + RTA_SPACE(n));
+  }
+  const void* data() const { return buf_; }
+  std::size_t size() const { return len_; }
+
+ private:
+  void set_len(std::size_t len) {
+    len_ = len;
+    const auto l = static_cast<std::uint32_t>(len);
+    std::memcpy(buf_ + offsetof(nlmsghdr, nlmsg_len), &l, sizeof(l));
+  }
+  alignas(nlmsghdr) std::uint8_t buf_[128]{};  // a header, 12 bytes, two attributes
+  std::size_t len_ = 0;
 };
+
+// Each attribute of the message of `n` bytes at `msg` from offset `from`
+// (after the fixed header): fn(type, value, value length). Stops at one
+// whose length does not fit.
+template <typename F>
+void for_each_attr(const std::uint8_t* msg, std::size_t from, std::size_t n, F&& fn) {
+  for (std::size_t off = from; off + sizeof(rtattr) <= n;) {
+    rtattr a;
+    std::memcpy(&a, msg + off, sizeof(a));
+    if (a.rta_len < sizeof(rtattr) || off + a.rta_len > n) return;
+    fn(a.rta_type, msg + off + RTA_LENGTH(0), a.rta_len - RTA_LENGTH(0));
+    off += RTA_ALIGN(a.rta_len);
+  }
+}
+
+std::size_t address_len(const KernelNeighbors::Address& ip) { return ip.v4 ? 4 : 16; }
+unsigned char family(const KernelNeighbors::Address& ip) { return ip.v4 ? AF_INET : AF_INET6; }
+
+// A neighbour request for `ip` on interface `ifindex`.
+Request neighbor_request(std::uint16_t type, std::uint16_t flags, std::uint32_t seq,
+                         unsigned ifindex, const KernelNeighbors::Address& ip,
+                         std::uint8_t ndm_flags) {
+  ndmsg ndm{};
+  ndm.ndm_family = family(ip);
+  ndm.ndm_ifindex = static_cast<int>(ifindex);
+  ndm.ndm_flags = ndm_flags;
+  Request r(type, flags, seq, ndm);
+  r.attr(NDA_DST, ip.bytes.data(), address_len(ip));
+  return r;
+}
 
 }  // namespace
 
 KernelNeighbors::Address KernelNeighbors::next_hop(const Address& ip) {
   alignas(nlmsghdr) std::uint8_t reply[2048];
   std::lock_guard lock(mu_);
-  const RouteRequest req(ifindex_, ip, ++seq_);
-  const long n = transact(req.buf, req.len, reply, sizeof(reply));
+  // A route lookup for one destination out of one interface, as
+  // `ip route get ADDR oif IFACE`.
+  rtmsg rtm{};
+  rtm.rtm_family = family(ip);
+  rtm.rtm_dst_len = static_cast<unsigned char>(address_len(ip) * 8);
+  Request req(RTM_GETROUTE, NLM_F_REQUEST, ++seq_, rtm);
+  req.attr(RTA_DST, ip.bytes.data(), address_len(ip));
+  const auto oif = static_cast<std::uint32_t>(ifindex_);
+  req.attr(RTA_OIF, &oif, sizeof(oif));
+  const long n = transact(req.data(), req.size(), reply, sizeof(reply));
   nlmsghdr h;
   std::memcpy(&h, reply, sizeof(h));
   constexpr std::size_t kRtm = NLMSG_ALIGN(sizeof(rtmsg));
@@ -102,20 +111,18 @@ KernelNeighbors::Address KernelNeighbors::next_hop(const Address& ip) {
   // for a peer on the link.
   if (n <= 0 || h.nlmsg_type != RTM_NEWROUTE || static_cast<std::size_t>(n) < kHdr + kRtm)
     return ip;
-  const std::size_t alen = ip.v4 ? 4 : 16;
-  for (std::size_t off = kHdr + kRtm; off + sizeof(rtattr) <= static_cast<std::size_t>(n);) {
-    rtattr a;
-    std::memcpy(&a, reply + off, sizeof(a));
-    if (a.rta_len < sizeof(rtattr) || off + a.rta_len > static_cast<std::size_t>(n)) break;
-    if (a.rta_type == RTA_GATEWAY && a.rta_len == RTA_LENGTH(alen)) {
-      Address gw;
-      gw.v4 = ip.v4;
-      std::memcpy(gw.bytes.data(), reply + off + RTA_LENGTH(0), alen);
-      return gw;
-    }
-    off += RTA_ALIGN(a.rta_len);
-  }
-  return ip;  // on the link
+  rtmsg answer;
+  std::memcpy(&answer, reply + kHdr, sizeof(answer));
+  if (answer.rtm_family != family(ip)) return ip;  // not the answer to this
+  const std::size_t alen = address_len(ip);
+  Address hop = ip;  // no gateway: on the link
+  for_each_attr(reply, kHdr + kRtm, static_cast<std::size_t>(n),
+                [&](unsigned type, const std::uint8_t* value, std::size_t len) {
+                  if (type != RTA_GATEWAY || len != alen) return;
+                  hop.bytes = {};
+                  std::memcpy(hop.bytes.data(), value, alen);
+                });
+  return hop;
 }
 
 std::unique_ptr<KernelNeighbors> KernelNeighbors::open(const std::string& iface,
@@ -182,14 +189,13 @@ std::optional<KernelNeighbors::Mac> KernelNeighbors::lookup(const Address& peer)
   // A peer behind a router is reached at the router's MAC, as the
   // kernel's own packets to it (rxe: the route's neighbour).
   const Address ip = next_hop(peer);
-  Request req(RTM_GETNEIGH, NLM_F_REQUEST, ifindex_, ip, 0);
   alignas(nlmsghdr) std::uint8_t reply[1024];
   bool stale = false;
   std::optional<Mac> mac;
   {
     std::lock_guard lock(mu_);
-    req.set_seq(++seq_);
-    const long n = transact(req.buf, req.len, reply, sizeof(reply));
+    const Request req = neighbor_request(RTM_GETNEIGH, NLM_F_REQUEST, ++seq_, ifindex_, ip, 0);
+    const long n = transact(req.data(), req.size(), reply, sizeof(reply));
     nlmsghdr h;
     std::memcpy(&h, reply, sizeof(h));
     if (n <= 0 || h.nlmsg_type != RTM_NEWNEIGH || static_cast<std::size_t>(n) < kHdr + kNdm)
@@ -199,25 +205,20 @@ std::optional<KernelNeighbors::Mac> KernelNeighbors::lookup(const Address& peer)
     if (!(ndm.ndm_state & kNudValid)) return std::nullopt;  // incomplete or failed
     // The answer must be about what was asked (a forked child shares the
     // socket, and its sequence numbers).
-    if (ndm.ndm_family != (ip.v4 ? AF_INET : AF_INET6) ||
-        ndm.ndm_ifindex != static_cast<int>(ifindex_))
+    if (ndm.ndm_family != family(ip) || ndm.ndm_ifindex != static_cast<int>(ifindex_))
       return std::nullopt;
     stale = ndm.ndm_state & NUD_STALE;
-    const std::size_t alen = ip.v4 ? 4 : 16;
+    const std::size_t alen = address_len(ip);
     bool same_dst = false;
-    for (std::size_t off = kHdr + kNdm; off + sizeof(rtattr) <= static_cast<std::size_t>(n);) {
-      rtattr a;
-      std::memcpy(&a, reply + off, sizeof(a));
-      if (a.rta_len < sizeof(rtattr) || off + a.rta_len > static_cast<std::size_t>(n)) break;
-      const std::uint8_t* value = reply + off + RTA_LENGTH(0);
-      if (a.rta_type == NDA_LLADDR && a.rta_len == RTA_LENGTH(6)) {
-        mac.emplace();
-        std::memcpy(mac->data(), value, 6);
-      }
-      if (a.rta_type == NDA_DST && a.rta_len == RTA_LENGTH(alen))
-        same_dst = std::memcmp(value, ip.bytes.data(), alen) == 0;
-      off += RTA_ALIGN(a.rta_len);
-    }
+    for_each_attr(reply, kHdr + kNdm, static_cast<std::size_t>(n),
+                  [&](unsigned type, const std::uint8_t* value, std::size_t len) {
+                    if (type == NDA_LLADDR && len == 6) {
+                      mac.emplace();
+                      std::memcpy(mac->data(), value, 6);
+                    }
+                    if (type == NDA_DST && len == alen)
+                      same_dst = std::memcmp(value, ip.bytes.data(), alen) == 0;
+                  });
     if (!same_dst) return std::nullopt;
   }
   // The kernel confirms a stale entry when a packet goes to it; uroce's
@@ -232,11 +233,11 @@ std::optional<KernelNeighbors::Mac> KernelNeighbors::lookup(const Address& peer)
 bool KernelNeighbors::solicit(const Address& peer, std::string* error) {
   const Address ip = next_hop(peer);
   if (!use_datagram_.load(std::memory_order_relaxed)) {
-    Request req(RTM_NEWNEIGH, NLM_F_REQUEST | NLM_F_CREATE | NLM_F_ACK, ifindex_, ip, NTF_USE);
     alignas(nlmsghdr) std::uint8_t reply[1024];
     std::lock_guard lock(mu_);
-    req.set_seq(++seq_);
-    const long rc = transact(req.buf, req.len, reply, sizeof(reply));
+    const Request req = neighbor_request(RTM_NEWNEIGH, NLM_F_REQUEST | NLM_F_CREATE | NLM_F_ACK,
+                                         ++seq_, ifindex_, ip, NTF_USE);
+    const long rc = transact(req.data(), req.size(), reply, sizeof(reply));
     if (rc >= 0) return true;
     if (rc != -EPERM) {
       *error = std::string("RTM_NEWNEIGH (NTF_USE): ") + std::strerror(static_cast<int>(-rc));
