@@ -172,14 +172,16 @@ TEST_F(VerbsOdp, AdviseMrTakesOdpRangesAndRefusesTheRest) {
   EXPECT_EQ(ibv_advise_mr(pd_, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, kFlush, &bad, 1), EPERM);
   EXPECT_EQ(ibv_advise_mr(pd_, IBV_ADVISE_MR_ADVICE_PREFETCH, kFlush, &bad, 1), 0);
 
-  // An unmapped range of the implicit region: a flushed prefetch says so.
+  // A range of the implicit region no access reaches: a flushed prefetch
+  // says so. A PROT_NONE page rather than an unmapped one, which another
+  // thread's allocator could map again before the call.
   const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  void* gone = mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(gone, MAP_FAILED);
-  ASSERT_EQ(munmap(gone, page), 0);
-  bad = {addr_of(gone), 64, all->lkey};
+  void* none = mmap(nullptr, page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(none, MAP_FAILED);
+  bad = {addr_of(none), 64, all->lkey};
   EXPECT_EQ(ibv_advise_mr(pd_, IBV_ADVISE_MR_ADVICE_PREFETCH, kFlush, &bad, 1), EFAULT);
   EXPECT_EQ(ibv_advise_mr(pd_, IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT, kFlush, &bad, 1), 0);
+  EXPECT_EQ(munmap(none, page), 0);
 }
 
 TEST_F(VerbsOdp, AnUnmappedAddressThroughAnImplicitRkeyIsARemoteAccessError) {
@@ -187,20 +189,23 @@ TEST_F(VerbsOdp, AnUnmappedAddressThroughAnImplicitRkeyIsARemoteAccessError) {
   ibv_mr* all = reg(nullptr, SIZE_MAX, kRemoteAccess | IBV_ACCESS_ON_DEMAND);
   ASSERT_TRUE(la && all);
   const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  auto* gone = static_cast<std::uint8_t*>(
+  // A page no access reaches and a read-only one. Not an unmapped page:
+  // the engine thread's allocator could map the hole again before the
+  // peer's request arrives (address 0 below stands for unmapped memory).
+  auto* none = static_cast<std::uint8_t*>(
       mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-  ASSERT_NE(gone, MAP_FAILED);
-  ASSERT_EQ(mprotect(gone + page, page, PROT_READ), 0);
-  ASSERT_EQ(munmap(gone, page), 0);
-  auto* read_only = gone + page;
+  ASSERT_NE(none, MAP_FAILED);
+  ASSERT_EQ(mprotect(none, page, PROT_NONE), 0);
+  ASSERT_EQ(mprotect(none + page, page, PROT_READ), 0);
+  auto* read_only = none + page;
 
   struct Case {
     ibv_wr_opcode op;
     std::uint64_t remote;
     const char* what;
   };
-  for (const Case& c : {Case{IBV_WR_RDMA_WRITE, addr_of(gone), "write to an unmapped page"},
-                        Case{IBV_WR_RDMA_READ, addr_of(gone), "read of an unmapped page"},
+  for (const Case& c : {Case{IBV_WR_RDMA_WRITE, addr_of(none), "write to a PROT_NONE page"},
+                        Case{IBV_WR_RDMA_READ, addr_of(none), "read of a PROT_NONE page"},
                         Case{IBV_WR_RDMA_WRITE, addr_of(read_only), "write to a read-only page"},
                         Case{IBV_WR_RDMA_WRITE, 0, "write to address 0"},
                         Case{IBV_WR_RDMA_READ, 0xFFFF800000001000ull, "read of kernel space"}}) {
@@ -215,7 +220,7 @@ TEST_F(VerbsOdp, AnUnmappedAddressThroughAnImplicitRkeyIsARemoteAccessError) {
       post(IBV_WR_RDMA_READ, {addr_of(a_.data()), 64, la->lkey}, addr_of(read_only), all->rkey), 0);
   const ibv_wc wc = wait();
   EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
-  EXPECT_EQ(munmap(read_only, page), 0);
+  EXPECT_EQ(munmap(none, 2 * page), 0);
   carry(all, all);
 }
 

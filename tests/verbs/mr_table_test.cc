@@ -125,17 +125,18 @@ TEST(MrTable, AFullTableSaysEnomem) {
   EXPECT_EQ(t.reg(1, &b, 1, 0, 0, &mr), ENOMEM);
 }
 
-// Three pages: read-write, read-only, then one unmapped. Unmapped at the
-// end of the test.
+// Three pages: read-write, read-only, then one no access reaches
+// (PROT_NONE: an unmapped hole could be mapped again by another thread
+// before the lookup). Unmapped at the end of the test.
 struct ThreePages {
   ThreePages() {
     page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
     void* p = mmap(nullptr, 3 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     base = static_cast<std::uint8_t*>(p);
     mprotect(base + page, page, PROT_READ);
-    munmap(base + 2 * page, page);
+    mprotect(base + 2 * page, page, PROT_NONE);
   }
-  ~ThreePages() { munmap(base, 2 * page); }
+  ~ThreePages() { munmap(base, 3 * page); }
   std::uint64_t at(std::size_t offset) const {
     return reinterpret_cast<std::uint64_t>(base) + offset;
   }
