@@ -28,6 +28,7 @@ declare -A allowed=(
   [daemon]="verbs engine port transport cm wire counters config log stats"
   [api]="verbs wire config"
   [dpdk]="verbs port wire counters log config"
+  [packet]="verbs port wire counters log config"
   [ibverbs]="daemon verbs wire log config"
   [rdmacm]="ibverbs verbs cm wire log config"
   [apps]="api daemon dpdk switch verbs port pfc wire counters config log stats"

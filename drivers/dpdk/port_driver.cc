@@ -6,14 +6,7 @@
 
 #include "verbs/port_driver.h"
 
-#include <net/if.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <chrono>
-#include <cstring>
-
+#include "config/netdev.h"
 #include "dpdk/dpdk_port.h"
 #include "dpdk/eal.h"
 
@@ -22,8 +15,11 @@ namespace uroce::dpdk {
 namespace {
 
 // Every port string is DPDK's, a vdev or a PCI address, but those of the
-// device daemon's devices ("uroced:<device>", lib/daemon's driver).
-bool claims(const DeviceConfig& dc) { return !dc.port.starts_with("uroced:"); }
+// device daemon's devices ("uroced:<device>", lib/daemon's driver) and
+// uroce's own packet ports ("packet:<iface>", drivers/packet).
+bool claims(const DeviceConfig& dc) {
+  return !dc.port.starts_with("uroced:") && !dc.port.starts_with("packet:");
+}
 
 std::unique_ptr<port::Port> open(const DeviceConfig& dc, const Config& c, std::string* error) {
   // EAL starts once per process and probes its devices then: hand it
@@ -52,21 +48,11 @@ std::unique_ptr<port::Port> open(const DeviceConfig& dc, const Config& c, std::s
 }
 
 // The MAC of an af_packet port's interface, asked of the kernel before
-// the port opens (through a socket: sysfs shows the network namespace it
-// was mounted in, not necessarily ours).
+// the port opens.
 std::optional<wire::MacAddr> mac(const DeviceConfig& dc) {
-  const std::string iface = kernel_iface(dc.port);
-  if (iface.empty()) return std::nullopt;
-  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return std::nullopt;
-  ifreq ifr{};
-  std::memcpy(ifr.ifr_name, iface.data(), iface.size());
-  const int rc = ioctl(fd, SIOCGIFHWADDR, &ifr);
-  close(fd);
-  if (rc != 0) return std::nullopt;
-  wire::MacAddr m;
-  std::memcpy(m.bytes.data(), ifr.ifr_hwaddr.sa_data, 6);
-  return m;
+  const auto m = config::netdev_mac(kernel_iface(dc.port));
+  if (!m) return std::nullopt;
+  return wire::MacAddr{*m};
 }
 
 // Registered ahead of the program's own static initialisers (priority

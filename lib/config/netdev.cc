@@ -5,6 +5,9 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <bit>
 #include <cstring>
@@ -49,6 +52,20 @@ std::optional<std::vector<IpPrefix>> netdev_addresses(const std::string& iface) 
   }
   freeifaddrs(list);
   return out;
+}
+
+std::optional<std::array<std::uint8_t, 6>> netdev_mac(const std::string& iface) {
+  if (iface.empty() || iface.size() >= IFNAMSIZ) return std::nullopt;
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return std::nullopt;
+  ifreq ifr{};
+  std::memcpy(ifr.ifr_name, iface.data(), iface.size());
+  const int rc = ioctl(fd, SIOCGIFHWADDR, &ifr);
+  close(fd);
+  if (rc != 0) return std::nullopt;
+  std::array<std::uint8_t, 6> mac;
+  std::memcpy(mac.data(), ifr.ifr_hwaddr.sa_data, mac.size());
+  return mac;
 }
 
 }  // namespace uroce::config

@@ -4,6 +4,8 @@
 // A kernel interface as a netdev device sees it ([device] netdev): its
 // addresses, which become the device's GIDs, as rxe takes its netdev's.
 
+#include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,5 +19,10 @@ namespace uroce::config {
 /// (GID 0 is the link-local address of the MAC, as on every RoCE NIC).
 /// nullopt when there is no such interface.
 std::optional<std::vector<IpPrefix>> netdev_addresses(const std::string& iface);
+
+/// The MAC of `iface` in this network namespace (asked of the kernel
+/// through a socket: sysfs shows the namespace it was mounted in, not
+/// necessarily ours); nullopt when there is no such interface.
+std::optional<std::array<std::uint8_t, 6>> netdev_mac(const std::string& iface);
 
 }  // namespace uroce::config

@@ -44,6 +44,11 @@ std::string TestbedPair::program_env(char host, const std::string& env) const {
   return vars;
 }
 
+std::string TestbedPair::port(char host) const {
+  const std::string& port = options_.ports[host == 'a' ? 0 : 1];
+  return port.empty() ? "net_af_packet0,iface=rdma" : port;
+}
+
 std::string TestbedPair::ipv4(char host) const {
   return std::string(options_.netdev ? "10.78.0." : "10.77.0.") + (host == 'a' ? "1" : "2");
 }
@@ -58,8 +63,8 @@ std::string TestbedPair::uroce_run(char host, const std::string& program,
   }
   std::string ip = host == 'a' ? "10.77.0.1/24" : "10.77.0.2/24";
   if (options_.ipv6) ip += host == 'a' ? ",fd77::1/64" : ",fd77::2/64";
-  return "env" + program_env(host, env) + " " + std::string(UROCE_BIN_DIR) +
-         "/uroce-run --port net_af_packet0,iface=rdma --ip " + ip + " -- " + program;
+  return "env" + program_env(host, env) + " " + std::string(UROCE_BIN_DIR) + "/uroce-run --port " +
+         port(host) + " --ip " + ip + " -- " + program;
 }
 
 std::string TestbedPair::over_uroce(char host, const std::string& program,
@@ -84,7 +89,7 @@ std::unique_ptr<Child> TestbedPair::start_daemon(char host, const std::string& e
       if (const std::string& port = options_.netdev_ports[host == 'a' ? 0 : 1]; !port.empty())
         f << "port = \"" << port << "\"\n";
     } else
-      f << "port = \"net_af_packet0,iface=rdma\"\nip = [" << ip << "]\n";
+      f << "port = \"" << port(host) << "\"\nip = [" << ip << "]\n";
     f << "[daemon]\nsocket = \"" << daemon_socket(host) << "\"\n" << extra;
   }
   // A daemon started again must not be taken for up by its predecessor's log.

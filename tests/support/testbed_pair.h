@@ -36,6 +36,9 @@ struct TestbedOptions {
   /// Each host's port in netdev mode (uroce-run --port, the daemon's
   /// `port`), a's then b's: "af_xdp", or "" for the default, af_packet.
   std::array<std::string, 2> netdev_ports = {};
+  /// Each host's port on the "rdma" link (not netdev mode), a's then b's:
+  /// "packet:rdma" (drivers/packet), or "" for net_af_packet0,iface=rdma.
+  std::array<std::string, 2> ports = {};
   /// The device's counters to <dir>/<host>.stats at exit (UROCE_STATS_FILE).
   bool stats_file = false;
   /// The device's stats endpoint in <dir>/<host>/ (UROCE_STATS_DIR), for
@@ -62,6 +65,8 @@ class TestbedPair {
   std::string ns(char host) const { return prefix_ + host; }
   /// The link uroce drives: "rdma", or "eth" in netdev mode.
   std::string link() const { return options_.netdev ? "eth" : "rdma"; }
+  /// `host`'s port on the "rdma" link (not netdev mode).
+  std::string port(char host) const;
   /// `host`'s IPv4 address on that link: 10.77.0.1 or .2, 10.78.0.x in
   /// netdev mode.
   std::string ipv4(char host) const;
