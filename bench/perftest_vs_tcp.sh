@@ -3,9 +3,11 @@
 # Unmodified perftest over uroce against what users would use instead,
 # side by side in one run:
 #   veth:  two namespaces (scripts/testbed.sh); ib_write_bw and ib_send_lat
-#          over uroce on net_af_packet, then iperf3 and sockperf over kernel
-#          TCP on the same veth pair (kernel addresses added for that run);
-#          at MTU 1500 (path MTU 1024) and 9000 (path MTU 4096).
+#          over uroce on its own packet port (packet:rdma, UDP GSO
+#          super-frames) and on DPDK's net_af_packet, then iperf3 and
+#          sockperf over kernel TCP on the same veth pair (kernel addresses
+#          added for that run); at MTU 1500 (path MTU 1024) and 9000 (path
+#          MTU 4096).
 #   memif: two processes on shared memory (net_memif, hugepages, MTU 9000:
 #          path MTU 4096), against kernel TCP over loopback, the kernel's
 #          own path between two processes on one machine.
@@ -36,7 +38,7 @@ cleanup() {
   pkill -f "memif-bench-$$" 2>/dev/null || true
   ((mounted)) && umount /dev/hugepages || true
   echo "$hp_before" >/proc/sys/vm/nr_hugepages
-  rm -rf "$work"
+  [[ -n ${KEEP_WORK:-} ]] && echo "kept $work" || rm -rf "$work"
 }
 trap cleanup EXIT
 a=${prefix}a
@@ -52,16 +54,19 @@ sockperf_runs() {
   sockperf_pp "$5-tcp-spin" "$1" "$2" "$3" $(($4 + 1)) --tcp
 }
 
-# --- veth, at each MTU: uroce over net_af_packet, then kernel TCP --------
+# --- veth, at each MTU: uroce on each port, then kernel TCP -----------------
 veth_round() {  # MTU
-  local mtu=$1 out=$work/veth$1
+  local mtu=$1 out=$work/veth$1 port name
   TESTBED_MTU=$mtu scripts/testbed.sh up "$prefix"
-  perftest_pair "$out-bw" "$(uroce_in "$b" 10.77.0.2 net_af_packet0,iface=rdma)" \
-    "$(uroce_in "$a" 10.77.0.1 net_af_packet0,iface=rdma)" 192.168.77.2 \
-    ib_write_bw -d uroce0 -s 65536 -D "$duration" --report_gbits
-  perftest_pair "$out-lat" "$(uroce_in "$b" 10.77.0.2 net_af_packet0,iface=rdma)" \
-    "$(uroce_in "$a" 10.77.0.1 net_af_packet0,iface=rdma)" 192.168.77.2 \
-    ib_send_lat -d uroce0 -s 2 -n 20000
+  for port in packet:rdma net_af_packet0,iface=rdma; do
+    name=${port%%[:,]*}
+    perftest_pair "$out-$name-bw" "$(uroce_in "$b" 10.77.0.2 "$port")" \
+      "$(uroce_in "$a" 10.77.0.1 "$port")" 192.168.77.2 \
+      ib_write_bw -d uroce0 -s 65536 -D "$duration" --report_gbits
+    perftest_pair "$out-$name-lat" "$(uroce_in "$b" 10.77.0.2 "$port")" \
+      "$(uroce_in "$a" 10.77.0.1 "$port")" 192.168.77.2 \
+      ib_send_lat -d uroce0 -s 2 -n 20000
+  done
   # Kernel TCP on the same pair, with kernel addresses for this run.
   ip -n "$a" addr add 10.77.0.1/24 dev rdma
   ip -n "$b" addr add 10.77.0.2/24 dev rdma
@@ -85,6 +90,9 @@ sock="$work/memif-bench-$$.sock"
 memif_pair() {  # OUT TOOL ARGS...
   local out=$1
   shift
+  # The last run's server leaves its socket file, which the next server
+  # cannot bind and its client would take for the new server's.
+  rm -f "$sock"
   ip netns exec "$a" "$run" --hugepages --mtu 9000 --ip 10.78.0.2/24 \
     --port "net_memif0,role=server,socket=$sock,socket-abstract=no" -- "$@" >"$out.server" 2>&1 &
   local pid=$!
@@ -133,7 +141,8 @@ compare() {
 echo
 row "" "64 KiB Gb/s" "median lat (us)"
 for mtu in 1500 9000; do
-  compare "veth $mtu" "$work/veth$mtu" "$work/veth$mtu" "veth $mtu"
+  compare "veth $mtu, packet port" "$work/veth$mtu-packet" "$work/veth$mtu" "veth $mtu"
+  compare "veth $mtu, net_af_packet" "$work/veth$mtu-net_af_packet0" "$work/veth$mtu" "veth $mtu"
 done
 compare "memif" "$work/memif" "$work/lo" "loopback"
 echo "(targets: throughput >= 1.0x TCP on veth and >= 2x over memif;"
