@@ -2,7 +2,7 @@
 // uroce: manages the device daemon's devices, as `rdma link` manages the
 // kernel's RDMA links (`rdma link add rxe0 type rxe netdev eth0`):
 //
-//   uroce [--socket PATH] link add NAME netdev IFACE [port af_packet|af_xdp]
+//   uroce [--socket PATH] link add NAME netdev IFACE [port af_packet|af_xdp|packet]
 //   uroce [--socket PATH] link show [NAME]
 //   uroce [--socket PATH] link delete NAME
 //
@@ -30,7 +30,7 @@ namespace {
 namespace daemon = uroce::daemon;
 
 constexpr char kUsage[] =
-    "usage: uroce [--socket PATH] link add NAME netdev IFACE [port af_packet|af_xdp]\n"
+    "usage: uroce [--socket PATH] link add NAME netdev IFACE [port af_packet|af_xdp|packet]\n"
     "       uroce [--socket PATH] link show [NAME]\n"
     "       uroce [--socket PATH] link delete NAME\n";
 

@@ -4,16 +4,16 @@
 // configuration, then executes it in place:
 //
 //   uroce-run [--config FILE] [--port DPDK_DEVICE --ip CIDR[,CIDR...] |
-//              --netdev IFACE [--port af_packet|af_xdp]]
+//              --netdev IFACE [--port af_packet|af_xdp|packet]]
 //             [--mtu N] [--hugepages] [--name NAME] [--sysfs] -- PROGRAM [ARGS...]
 //
 // --port and --ip describe one device (uroce0 unless --name says
 // otherwise) without a configuration file; with --config they replace
 // that file's first device. --netdev IFACE describes instead a device on
 // a kernel interface, with the interface's addresses (netdev mode); its
-// --port is then af_packet (the default), af_xdp, or a DPDK device on the
-// interface. --sysfs runs the program in a mount namespace of its own
-// where /sys/class/infiniband lists the uroce devices (private_sysfs.h).
+// --port is then af_packet (the default), af_xdp, packet (uroce's own
+// packet port, drivers/packet), or a DPDK device on the interface. --sysfs runs the program in a
+// mount namespace of its own where /sys/class/infiniband lists the uroce devices (private_sysfs.h).
 
 #include <unistd.h>
 
@@ -40,6 +40,7 @@ void usage(FILE* out) {
       "      ib_write_bw -d uroce0\n"
       "  uroce-run --netdev eth0 -- ib_write_bw -d uroce0   (eth0's own addresses)\n"
       "  uroce-run --netdev eth0 --port af_xdp -- ...       (the port on AF_XDP)\n"
+      "  uroce-run --port packet:veth1 --ip 10.0.1.1/24 -- ...  (uroce's packet port, UDP GSO)\n"
       "--sysfs: the devices in /sys/class/infiniband too (ibstat, UCX's GID types,\n"
       "Open MPI's device match), in a mount namespace of the program's own (root)\n");
 }

@@ -91,7 +91,7 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
   // Netdev mode: the port's packet sockets, open since EAL probed it,
   // filtered as early as can be.
   if (!opts.netdev.empty()) {
-    p->netdev_ = NetdevShare::open(opts.netdev, error);
+    p->netdev_ = port::NetdevShare::open(opts.netdev, error);
     if (!p->netdev_) return nullptr;
     log::get().info("port {}: shares {} with the kernel ({} packet sockets filtered)", id,
                     opts.netdev, p->netdev_->filtered());

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "dpdk/af_xdp.h"
-#include "dpdk/netdev_share.h"
+#include "port/netdev_share.h"
 #include "port/port.h"
 
 namespace uroce::dpdk {
@@ -25,7 +25,7 @@ struct PortOptions {
   /// net_af_xdp), followed while the port runs, up to what it opened with.
   bool follow_mtu = false;
   /// Netdev mode: the kernel interface the port shares with the kernel
-  /// (netdev_share.h). Empty: the link is uroce's alone.
+  /// (port/netdev_share.h). Empty: the link is uroce's alone.
   std::string netdev;
 };
 
@@ -78,7 +78,7 @@ class DpdkPort : public port::Port {
   /// kernel through a socket opened in the port's network namespace.
   std::string iface_;
   int ioctl_fd_ = -1;
-  std::unique_ptr<NetdevShare> netdev_;
+  std::unique_ptr<port::NetdevShare> netdev_;
   rte_mempool* pool_ = nullptr;
   wire::MacAddr mac_;
   /// The link's MTU now, and the largest the port's buffers and rings

@@ -169,6 +169,13 @@ std::unique_ptr<PacketPort> PacketPort::open(const PacketPortOptions& opts, std:
     return nullptr;
   }
 
+  // Netdev mode: the socket filter keeps the kernel's own traffic off the
+  // ring, and a held UDP 4791 keeps the kernel from answering RoCE.
+  if (opts.netdev) {
+    p->netdev_ = port::NetdevShare::open(opts.iface, error, {p->fd_});
+    if (!p->netdev_) return nullptr;
+  }
+
   ifreq ifr;
   if (!iface_request(p->ioctl_fd_, p->iface_, SIOCGIFHWADDR, &ifr)) {
     *error = errno_text(("packet port: the MAC of " + opts.iface).c_str());

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "port/netdev_share.h"
 #include "port/port.h"
 
 namespace uroce::packet {
@@ -39,6 +40,8 @@ struct PacketPortOptions {
   /// The MTU this port works with; 0: the interface's, followed while the
   /// port runs (read in link_up()).
   std::uint32_t mtu = 0;
+  /// Netdev mode: the interface is the kernel's too (port/netdev_share.h).
+  bool netdev = false;
 };
 
 /// Parses "packet:<iface>[,gso=on|off]"; false with *error naming what is
@@ -97,6 +100,8 @@ class PacketPort : public port::Port {
   wire::MacAddr mac_;
   std::uint32_t speed_mbps_ = 0;
   mutable std::atomic<std::uint32_t> mtu_{1500};
+
+  std::unique_ptr<port::NetdevShare> netdev_;
 
   std::uint8_t* ring_ = nullptr;
   std::size_t ring_bytes_ = 0;

@@ -17,14 +17,11 @@ bool claims(const DeviceConfig& dc) { return dc.port.starts_with("packet:"); }
 std::unique_ptr<port::Port> open(const DeviceConfig& dc, const Config&, std::string* error) {
   PacketPortOptions opts;
   if (!parse_port(dc.port, &opts, error)) return nullptr;
-  if (!dc.netdev.empty()) {
-    // Netdev mode needs the kernel kept off uroce's frames (the socket
-    // filter and UDP 4791 hold of drivers/dpdk/netdev_share.h), which this
-    // port does not do yet.
-    *error = "device " + dc.name + ": netdev mode takes port = \"af_packet\" or \"af_xdp\", not " +
-             dc.port;
+  if (!dc.netdev.empty() && opts.iface != dc.netdev) {
+    *error = "device " + dc.name + ": port " + dc.port + " is not on netdev " + dc.netdev;
     return nullptr;
   }
+  opts.netdev = !dc.netdev.empty();
   opts.mtu = dc.mtu;
   return PacketPort::open(opts, error);
 }

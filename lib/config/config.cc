@@ -184,12 +184,14 @@ DeviceConfig read_device(const TomlReader& t, std::size_t index) {
     const auto ips = config::netdev_addresses(dev.netdev);
     if (!ips) t.fail("netdev", "'" + dev.netdev + "' is no interface in this network namespace");
     dev.ip = *ips;
-    // The port: net_af_packet unless `port` says af_xdp (or names any
-    // DPDK device on the interface).
+    // The port: net_af_packet unless `port` says af_xdp or packet (or
+    // names any DPDK device on the interface).
     if (!port || port->empty() || *port == "af_packet")
       dev.port = "net_af_packet_" + dev.name + ",iface=" + dev.netdev;
     else if (*port == "af_xdp")
       dev.port = "net_af_xdp_" + dev.name + ",iface=" + dev.netdev;
+    else if (*port == "packet")
+      dev.port = "packet:" + dev.netdev;
     else
       dev.port = *port;
   } else {

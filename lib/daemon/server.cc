@@ -410,16 +410,17 @@ bool Server::serve(Conn& c) {
       if (!r.config) return reply(Op::kError, EINVAL, r.error);
       if (r.config->devices.size() != 1)
         return reply(Op::kError, EINVAL, "uroce link add: one [[device]] table");
-      // A netdev device on one of the two ports, nothing else: the port
+      // A netdev device on one of the three ports, nothing else: the port
       // string and the MTU are the daemon's to choose (a vdev's arguments
       // load programs, an MTU is set on the kernel's interface).
       const DeviceConfig& dc = r.config->devices.front();
       const std::string tail = "_" + dc.name + ",iface=" + dc.netdev;
       if (dc.netdev.empty() ||
-          (dc.port != "net_af_packet" + tail && dc.port != "net_af_xdp" + tail) || dc.mtu != 0 ||
-          dc.hugepages)
+          (dc.port != "net_af_packet" + tail && dc.port != "net_af_xdp" + tail &&
+           dc.port != "packet:" + dc.netdev) ||
+          dc.mtu != 0 || dc.hugepages)
         return reply(Op::kError, EINVAL,
-                     "uroce link add: a name, netdev and port af_packet or af_xdp only");
+                     "uroce link add: a name, netdev and port af_packet, af_xdp or packet only");
       std::string err;
       if (!add_device(r.config->devices.front(), &err)) return reply(Op::kError, EINVAL, err);
       // This thread runs the devices (run_once).

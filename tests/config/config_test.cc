@@ -137,9 +137,10 @@ TEST(Config, NetdevTakesTheInterfacesAddresses) {
   const auto named = parse("[[device]]\nnetdev = \"lo\"\nport = \"net_af_xdp0,iface=lo\"\n");
   ASSERT_TRUE(named.config) << named.error;
   EXPECT_EQ(named.config->devices.at(0).port, "net_af_xdp0,iface=lo");
-  // The two ports by their short names.
+  // The three ports by their short names.
   for (const auto& [port, vdev] : {std::pair{"af_xdp", "net_af_xdp_uroce0,iface=lo"},
-                                   std::pair{"af_packet", "net_af_packet_uroce0,iface=lo"}}) {
+                                   std::pair{"af_packet", "net_af_packet_uroce0,iface=lo"},
+                                   std::pair{"packet", "packet:lo"}}) {
     const auto r2 = parse(std::string("[[device]]\nnetdev = \"lo\"\nport = \"") + port + "\"\n");
     ASSERT_TRUE(r2.config) << r2.error;
     EXPECT_EQ(r2.config->devices.at(0).port, vdev);

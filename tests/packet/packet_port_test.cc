@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // The packet port (drivers/packet) between two network namespaces, under
 // unmodified perftest and ibverbs-utils: RoCE in UDP GSO super-frames
-// from one packet port to another, split intact at the far end; and the
+// from one packet port to another (each captured on the veth splits into
+// valid RoCEv2 packets), split intact at the far end; and the
 // same super-frames segmented by the kernel toward a peer that takes
 // single frames (DPDK's net_af_packet, as a NIC or a kernel peer would
 // get them), where every segment is RoCEv2 with a correct ICRC that
@@ -16,6 +17,7 @@
 #include "support/child.h"
 #include "support/icrc_check.h"
 #include "support/pcap.h"
+#include "support/super_frame.h"
 #include "support/testbed_pair.h"
 #include "support/tshark.h"
 #include "wire/roce_parser.h"
@@ -61,13 +63,36 @@ class PacketPort : public ::testing::Test {
     EXPECT_EQ(c.at("drop.bad_ip_checksum"), 0u) << host;
   }
 
+  // Every RoCEv2 frame the veth carried is a packet, or a super-frame
+  // whose packets all are, ICRC included. Returns the super-frames.
+  std::size_t super_frames_in(const std::string& pcap) {
+    std::size_t super = 0, single = 0;
+    for (const auto& frame : test::read_pcap(pcap)) {
+      wire::RocePacket pkt;
+      const wire::DropReason why = wire::parse_roce_frame(frame, pkt);
+      if (why == wire::DropReason::kNotIp || why == wire::DropReason::kNotUdp) continue;
+      if (why == wire::DropReason::kNone) {
+        ++single;
+        continue;
+      }
+      const auto segments = test::split_super_frame(frame);
+      EXPECT_TRUE(segments.has_value())
+          << pcap << ": a frame of " << frame.size() << " bytes is neither: " << wire::name(why);
+      super += segments.has_value();
+    }
+    EXPECT_GT(single + super, 0u) << pcap;
+    return super;
+  }
+
   test::TestbedPair bed_;
 };
 
 // 64 KiB WRITEs at path MTU 1024: a sends runs of packets as super-frames,
 // b receives them whole and splits them.
 TEST_F(PacketPort, WritesTravelAsSuperFramesAndArriveSplit) {
-  run("ib_write_bw -d uroce0 -s 65536 -n 300", kBwLine);
+  run("ib_write_bw -d uroce0 -s 65536 -n 300", kBwLine, true);
+  EXPECT_GT(super_frames_in(bed_.dir() + "/b.pcap"), 0u) << "no super-frame on the veth";
+  super_frames_in(bed_.dir() + "/a.pcap");
   const test::CounterMap a = bed_.counters('a'), b = bed_.counters('b');
   ASSERT_FALSE(a.empty() || b.empty());
   EXPECT_GT(a.at("nic.tx_super_frames"), 0u);

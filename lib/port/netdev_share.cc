@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-#include "dpdk/netdev_share.h"
+#include "port/netdev_share.h"
 
 #include <dirent.h>
 #include <linux/filter.h>
@@ -16,7 +16,7 @@
 
 #include "wire/udp.h"
 
-namespace uroce::dpdk {
+namespace uroce::port {
 
 namespace {
 
@@ -139,14 +139,15 @@ int hold_port(const std::string& iface, std::string* error) {
 
 }  // namespace
 
-std::unique_ptr<NetdevShare> NetdevShare::open(const std::string& iface, std::string* error) {
+std::unique_ptr<NetdevShare> NetdevShare::open(const std::string& iface, std::string* error,
+                                               const std::vector<int>& sockets) {
   const int ifindex = static_cast<int>(if_nametoindex(iface.c_str()));
   if (ifindex == 0) {
     *error = "no interface '" + iface + "' in this network namespace";
     return nullptr;
   }
   std::unique_ptr<NetdevShare> s(new NetdevShare());
-  for (int fd : packet_sockets(ifindex)) {
+  for (int fd : sockets.empty() ? packet_sockets(ifindex) : sockets) {
     if (attach(fd, kRoceFilter, std::size(kRoceFilter)) != 0) {
       *error = "filtering the port's socket on " + iface + ": " + std::strerror(errno);
       return nullptr;
@@ -163,4 +164,4 @@ NetdevShare::~NetdevShare() {
   for (int fd : holds_) close(fd);
 }
 
-}  // namespace uroce::dpdk
+}  // namespace uroce::port
