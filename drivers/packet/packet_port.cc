@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "log/log.h"
 #include "packet/udp_gso.h"
 #include "port/params.h"
 #include "wire/ethernet.h"
@@ -296,7 +297,12 @@ bool PacketPort::take_slot(void* slot, port::RxFrame* out, std::uint16_t max, st
   const wire::ConstBytes header = whole.first(at.header_length());
   const wire::ConstBytes payload = whole.subspan(at.header_length(), at.payload);
   const std::uint32_t n = segments(at.payload, gso_size);
-  if (segment_ == 0) stats_.rx_super_frames.fetch_add(1, std::memory_order_relaxed);
+  // GSO builds no more (the kernel's UDP_MAX_SEGMENTS, 128 at most); one
+  // with a tiny gso_size would make thousands of frames of one slot.
+  if (n > 2u * kMaxSegments) {
+    stats_.rx_dropped.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
   for (; segment_ < n; ++segment_) {
     if (*got == max) return false;
     std::uint8_t* b = alloc_buffer();
@@ -304,6 +310,7 @@ bool PacketPort::take_slot(void* slot, port::RxFrame* out, std::uint16_t max, st
       stats_.rx_nobuf.fetch_add(1, std::memory_order_relaxed);
       return false;
     }
+    if (segment_ == 0) stats_.rx_super_frames.fetch_add(1, std::memory_order_relaxed);
     const std::size_t len =
         split(header, at, payload, gso_size, segment_, wire::Bytes(b, kBufferSize));
     out[(*got)++] = {wire::ConstBytes(b, len), b};
@@ -407,6 +414,18 @@ std::uint16_t PacketPort::tx_burst(port::TxFrame* frames, std::uint16_t n) {
       stats_.tx_busy.fetch_add(1, std::memory_order_relaxed);
       break;
     }
+    if ((errno == EINVAL || errno == EOPNOTSUPP) && count[k] >= 2) {
+      // A kernel without UDP GSO on packet sockets (before Linux 6.2)
+      // refuses every super-frame: send single frames from now on; these
+      // stay the engine's, to be sent again so.
+      log::get().warn(
+          "packet port on {}: the kernel refuses UDP GSO super-frames ({}); "
+          "sending single frames",
+          iface_, std::strerror(errno));
+      gso_ = false;
+      stats_.tx_gso_refused.fetch_add(1, std::memory_order_relaxed);
+      break;
+    }
     // ENOBUFS: the interface dropped it (a veth whose peer's backlog is
     // full), as a congested link drops; any other error loses the frame
     // too rather than have it retried for ever.
@@ -451,6 +470,7 @@ void PacketPort::for_each_stat(const StatFn& fn) const {
   fn("tx_super_frames", get(stats_.tx_super_frames));
   fn("tx_segments", get(stats_.tx_segments));
   fn("tx_busy", get(stats_.tx_busy));
+  fn("tx_gso_refused", get(stats_.tx_gso_refused));
   fn("tx_dropped", get(stats_.tx_dropped));
 }
 

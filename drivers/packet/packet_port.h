@@ -123,6 +123,7 @@ class PacketPort : public port::Port {
     std::atomic<std::uint64_t> tx_super_frames{0};
     std::atomic<std::uint64_t> tx_segments{0};
     std::atomic<std::uint64_t> tx_busy{0};
+    std::atomic<std::uint64_t> tx_gso_refused{0};
     std::atomic<std::uint64_t> tx_dropped{0};
     mutable std::atomic<std::uint64_t> ring_drops{0};
   };
