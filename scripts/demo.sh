@@ -10,18 +10,23 @@
 # (--netdev af_xdp), each host has one interface with kernel addresses, as
 # production hosts have, and uroce shares it with the kernel (netdev mode,
 # docs/netdev-mode.md), its port on net_af_packet (net_af_xdp): perftest's
-# TCP and its RDMA go to the same address.
-# Run as root: sudo scripts/demo.sh [--daemon | --netdev [af_packet|af_xdp]]
+# TCP and its RDMA go to the same address. With --packet, uroce drives the
+# veth through its own packet port instead (UDP GSO super-frames,
+# docs/packet-port.md).
+# Run as root:
+#   sudo scripts/demo.sh [--daemon | --packet | --netdev [af_packet|af_xdp|packet]]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 daemon=0
 netdev=
+port=net_af_packet0,iface=rdma
 case ${1:-} in
   --daemon) daemon=1 ;;
+  --packet) port=packet:rdma ;;
   --netdev) netdev=${2:-af_packet} ;;
   "") ;;
   *)
-    echo "usage: scripts/demo.sh [--daemon | --netdev [af_packet|af_xdp]]" >&2
+    echo "usage: scripts/demo.sh [--daemon | --packet | --netdev [af_packet|af_xdp|packet]]" >&2
     exit 2
     ;;
 esac
@@ -79,8 +84,7 @@ over_uroce() {  # HOST PROGRAM ARGS...
   elif ((daemon)); then
     ip netns exec "$prefix$host" env UROCE_DAEMON_SOCKET="$work/$host.sock" "$run" -- "$@"
   else
-    ip netns exec "$prefix$host" "$run" --port net_af_packet0,iface=rdma \
-      --ip "10.77.0.$n/24" -- "$@"
+    ip netns exec "$prefix$host" "$run" --port "$port" --ip "10.77.0.$n/24" -- "$@"
   fi
 }
 
