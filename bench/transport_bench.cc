@@ -229,9 +229,17 @@ int main() {
 
   FlatMemory m;
   Cq cq(16);
-  for (std::uint32_t depth : {128u, 1024u}) {
+  // A WQE is as large as the QP's caps: one SGE and no inline data (the
+  // verbs' minimum, perftest's bandwidth tests), and 4 SGEs with 256 bytes
+  // inline.
+  struct Caps {
+    std::uint32_t depth, sge, inline_data;
+  };
+  for (const Caps c : {Caps{128, 1, 0}, Caps{1024, 1, 0}, Caps{128, 4, 256}}) {
     QpInit init;
-    init.max_send_wr = init.max_recv_wr = depth;
+    init.max_send_wr = init.max_recv_wr = c.depth;
+    init.max_send_sge = init.max_recv_sge = c.sge;
+    init.max_inline_data = c.inline_data;
     init.send_cq = init.recv_cq = &cq;
     init.memory = &m;
     Qp q(init);
@@ -242,8 +250,10 @@ int main() {
     at.qp_state = QpState::kRtr;
     at.max_dest_rd_atomic = 16;
     q.modify(at, kState | kAv | kPathMtu | kDestQpn | kRqPsn | kMaxDestRdAtomic | kMinRnrTimer, 0);
-    std::printf("state per RC QP, %u send + %u receive WRs, 16 responder resources: %zu bytes\n",
-                depth, depth, q.state_bytes());
+    std::printf(
+        "state per RC QP, %u send + %u receive WRs of %u SGE(s), %u B inline, 16 responder "
+        "resources: %zu bytes\n",
+        c.depth, c.depth, c.sge, c.inline_data, q.state_bytes());
   }
   return 0;
 }

@@ -129,8 +129,9 @@ void Qp::on_read_response(const wire::RocePacket& pkt, SendWqe& wqe, Nanos now) 
   // Scatter into the local SGL; the local MR must grant write access.
   std::uint32_t skip = offset;
   std::uint32_t done = 0;
+  const Sge* sges = sges_of(wqe);
   for (std::uint32_t i = 0; i < wqe.wr.num_sge && done < expect; ++i) {
-    const Sge& sge = wqe.wr.sg_list[i];
+    const Sge& sge = sges[i];
     if (skip >= sge.length) {
       skip -= sge.length;
       continue;
@@ -155,7 +156,7 @@ void Qp::on_read_response(const wire::RocePacket& pkt, SendWqe& wqe, Nanos now) 
 
 void Qp::on_atomic_ack(const wire::RocePacket& pkt, SendWqe& wqe, Nanos now) {
   if (pkt.bth.psn != wqe.first_psn) return;
-  const Sge& sge = wqe.wr.sg_list[0];
+  const Sge& sge = sges_of(wqe)[0];
   const MemRef ref = memory_->local(sge.lkey, sge.addr, 8, access::kLocalWrite);
   if (!ref) {
     fail_head(WcStatus::kLocProtErr);

@@ -78,7 +78,11 @@ Qp::Qp(const QpInit& init)
       events_(init.events),
       gate_(init.gate),
       congestion_(init.congestion),
-      sq_(std::max<std::uint32_t>(init.max_send_wr, 1)) {}
+      sq_(std::max<std::uint32_t>(init.max_send_wr, 1)),
+      sge_stride_(std::max<std::uint32_t>(max_send_sge_, 1)),
+      sq_sges_(sq_.size() * sge_stride_),
+      sq_inline_(sq_.size() * max_inline_),
+      sq_routes_(type_ == QpType::kUd ? sq_.size() : 0) {}
 
 std::uint32_t Qp::packets_of(const SendWqe& wqe) const {
   switch (wqe.wr.opcode) {
@@ -236,17 +240,22 @@ int Qp::post_send(const SendWr& wr) {
   wqe = SendWqe{};
   wqe.wr = wr;
   wqe.length = static_cast<std::uint32_t>(length);
+  const std::size_t slot = slot_of(wqe);
   // UD: the route is copied, so the address handle may be destroyed once
   // the post returns, as the verbs allow.
-  if (type_ == QpType::kUd) wqe.ud_route = *wr.ud.route;
+  if (type_ == QpType::kUd) sq_routes_[slot] = *wr.ud.route;
   if (inl) {
     // Inline data is copied now, from the program's own buffers: their
     // lkeys are not consulted (IBV_SEND_INLINE).
+    std::uint8_t* to = sq_inline_.data() + slot * max_inline_;
     for (std::uint32_t i = 0; i < wr.num_sge; ++i) {
-      std::memcpy(wqe.inline_data.data() + wqe.inline_len,
-                  reinterpret_cast<const void*>(wr.sg_list[i].addr), wr.sg_list[i].length);
+      std::memcpy(to + wqe.inline_len, reinterpret_cast<const void*>(wr.sg_list[i].addr),
+                  wr.sg_list[i].length);
       wqe.inline_len += wr.sg_list[i].length;
     }
+  } else {
+    std::copy_n(wr.sg_list.begin(), wr.num_sge,
+                sq_sges_.begin() + static_cast<std::ptrdiff_t>(slot * sge_stride_));
   }
   if (atomic) wqe.length = 8;
   sq_tail_.store(tail + 1, std::memory_order_release);
@@ -423,8 +432,10 @@ bool Qp::has_work(Nanos now) const {
 }
 
 std::size_t Qp::state_bytes() const {
-  return sizeof(Qp) + sq_.capacity() * sizeof(SendWqe) + own_rq_.capacity_bytes() +
-         res_.capacity() * sizeof(RespResource) + jobs_.capacity() * sizeof(RespJob);
+  return sizeof(Qp) + sq_.capacity() * sizeof(SendWqe) + sq_sges_.capacity() * sizeof(Sge) +
+         sq_inline_.capacity() + sq_routes_.capacity() * sizeof(wire::RoceRoute) +
+         own_rq_.capacity_bytes() + res_.capacity() * sizeof(RespResource) +
+         jobs_.capacity() * sizeof(RespJob);
 }
 
 Qp::Progress Qp::progress_state() const {

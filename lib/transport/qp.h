@@ -134,16 +134,15 @@ class Qp {
   Progress progress_state() const;
 
  private:
-  // A send WQE: the WR, inline data, and the requester's and completer's
-  // progress on it.
+  // A send WQE: the WR, and the requester's and completer's progress on
+  // it. Its gather list, inline data and UD route are in the QP's tables
+  // (sges_of, inline_of, ud_route_of), sized for the QP's caps.
   struct SendWqe {
-    SendWr wr;
+    SendWrFields wr;
     std::uint32_t length = 0;  ///< message length in bytes
     std::uint32_t inline_len = 0;
-    std::array<std::uint8_t, kMaxInlineData> inline_data{};
-    wire::RoceRoute ud_route;  ///< UD: where the datagram goes, copied at post
-    bool started = false;      ///< PSNs assigned
-    bool sent = false;         ///< every packet (or the READ request) sent at least once
+    bool started = false;  ///< PSNs assigned
+    bool sent = false;     ///< every packet (or the READ request) sent at least once
     bool counted_rd_atomic = false;
     bool done = false;  ///< completed locally (UC/UD), waiting for the completer
     wire::Psn first_psn;
@@ -201,6 +200,16 @@ class Qp {
   void lost_completion();
   void flush();
   SendWqe& sq_at(std::uint64_t index) { return sq_[index % sq_.size()]; }
+  std::size_t slot_of(const SendWqe& wqe) const {
+    return static_cast<std::size_t>(&wqe - sq_.data());
+  }
+  const Sge* sges_of(const SendWqe& wqe) const {
+    return sq_sges_.data() + slot_of(wqe) * sge_stride_;
+  }
+  const std::uint8_t* inline_of(const SendWqe& wqe) const {
+    return sq_inline_.data() + slot_of(wqe) * max_inline_;
+  }
+  const wire::RoceRoute& ud_route_of(const SendWqe& wqe) const { return sq_routes_[slot_of(wqe)]; }
   std::uint64_t sq_tail() const { return sq_tail_.load(std::memory_order_acquire); }
   std::uint32_t mtu() const {
     return wire::mtu_bytes(type_ == QpType::kUd ? port_mtu_ : attr_.path_mtu);
@@ -273,6 +282,13 @@ class Qp {
   // Send queue: WQEs in [sq_head_, sq_tail_). The program advances the
   // tail; the completer advances the head.
   std::vector<SendWqe> sq_;
+  // The send WQEs' gather lists, inline data and (UD) routes: sge_stride_
+  // SGEs and max_inline_ bytes to a slot of sq_, as a hardware QP's WQEs
+  // are as large as its caps make them, not the device's limits.
+  const std::uint32_t sge_stride_;
+  std::vector<Sge> sq_sges_;
+  std::vector<std::uint8_t> sq_inline_;
+  std::vector<wire::RoceRoute> sq_routes_;
   std::atomic<std::uint64_t> sq_head_{0};
   std::atomic<std::uint64_t> sq_tail_{0};
 

@@ -1,18 +1,25 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "transport/recv_queue.h"
 
+#include <algorithm>
 #include <cerrno>
 
 namespace uroce::transport {
 
 RecvQueue::RecvQueue(std::uint32_t max_wr, std::uint32_t max_sge)
-    : ring_(max_wr == 0 ? 1 : max_wr), max_sge_(max_sge) {}
+    : max_sge_(max_sge),
+      stride_(std::max<std::uint32_t>(max_sge, 1)),
+      ring_(max_wr == 0 ? 1 : max_wr),
+      sges_(ring_.size() * stride_) {}
 
 int RecvQueue::post(const RecvWr& wr) {
   if (wr.num_sge > max_sge_) return EINVAL;
   const std::uint64_t tail = tail_.load(std::memory_order_relaxed);
   if (tail - head_.load(std::memory_order_acquire) >= ring_.size()) return ENOMEM;
-  ring_[tail % ring_.size()] = wr;
+  const std::size_t slot = tail % ring_.size();
+  ring_[slot] = {wr.wr_id, wr.num_sge};
+  std::copy_n(wr.sg_list.begin(), wr.num_sge,
+              sges_.begin() + static_cast<std::ptrdiff_t>(slot * stride_));
   tail_.store(tail + 1, std::memory_order_release);
   return 0;
 }
@@ -20,7 +27,11 @@ int RecvQueue::post(const RecvWr& wr) {
 bool RecvQueue::take(RecvWr& out) {
   const std::uint64_t head = head_.load(std::memory_order_relaxed);
   if (head == tail_.load(std::memory_order_acquire)) return false;
-  out = ring_[head % ring_.size()];
+  const std::size_t slot = head % ring_.size();
+  out.wr_id = ring_[slot].wr_id;
+  out.num_sge = ring_[slot].num_sge;
+  std::copy_n(sges_.begin() + static_cast<std::ptrdiff_t>(slot * stride_), out.num_sge,
+              out.sg_list.begin());
   head_.store(head + 1, std::memory_order_release);
   // The SRQ limit event (IBA 11.5.2.2 / 10.2.9.6): fewer WRs left than the
   // limit, reported once, then disarmed.

@@ -37,11 +37,21 @@ class RecvQueue {
   std::uint32_t limit() const { return limit_.load(std::memory_order_acquire); }
 
   std::uint32_t max_sge() const { return max_sge_; }
-  std::size_t capacity_bytes() const { return ring_.capacity() * sizeof(RecvWr); }
+  std::size_t capacity_bytes() const {
+    return ring_.capacity() * sizeof(Entry) + sges_.capacity() * sizeof(Sge);
+  }
 
  private:
-  std::vector<RecvWr> ring_;
+  // A posted WR: its id and SGE count; its SGEs are the slot's stride_ in
+  // sges_, as many as the queue's max_sge (not the device's limit).
+  struct Entry {
+    std::uint64_t wr_id = 0;
+    std::uint32_t num_sge = 0;
+  };
   const std::uint32_t max_sge_;
+  const std::uint32_t stride_;
+  std::vector<Entry> ring_;
+  std::vector<Sge> sges_;
   alignas(64) std::atomic<std::uint64_t> head_{0};
   alignas(64) std::atomic<std::uint64_t> tail_{0};
   std::atomic<std::uint32_t> limit_{0};

@@ -51,14 +51,15 @@ bool Qp::gather(const SendWqe& wqe, std::uint32_t offset, std::uint32_t len, TxP
   pkt.payload_segs = 0;
   if (len == 0) return true;
   if (wqe.inline_len > 0 || (wqe.wr.send_flags & send_flags::kInline)) {
-    pkt.payload[0] = wire::ConstBytes(wqe.inline_data.data() + offset, len);
+    pkt.payload[0] = wire::ConstBytes(inline_of(wqe) + offset, len);
     pkt.payload_segs = 1;
     return true;
   }
   // Walk the SGL to `offset`, then take `len` bytes, each piece resolved
   // through its lkey: a bad key or range fails the WR (LOC_PROT_ERR).
+  const Sge* sges = sges_of(wqe);
   for (std::uint32_t i = 0; i < wqe.wr.num_sge && len > 0; ++i) {
-    const Sge& sge = wqe.wr.sg_list[i];
+    const Sge& sge = sges[i];
     if (offset >= sge.length) {
       offset -= sge.length;
       continue;
@@ -74,14 +75,14 @@ bool Qp::gather(const SendWqe& wqe, std::uint32_t offset, std::uint32_t len, TxP
 }
 
 bool Qp::build_request(SendWqe& wqe, TxPacket& pkt, std::uint32_t& len, bool& last) {
-  const SendWr& wr = wqe.wr;
-  pkt.route = type_ == QpType::kUd ? &wqe.ud_route : &attr_.route;
+  const SendWrFields& wr = wqe.wr;
+  pkt.route = type_ == QpType::kUd ? &ud_route_of(wqe) : &attr_.route;
   pkt.bth = wire::Bth{};
   pkt.bth.pkey = attr_.pkey;
   pkt.bth.dest_qp = type_ == QpType::kUd ? wr.ud.remote_qpn : attr_.dest_qp_num;
   // A datagram to a multicast group goes to the multicast QPN whatever
   // the WR names: every QP attached to the group is its destination.
-  if (type_ == QpType::kUd && wire::is_multicast(wqe.ud_route.dst_ip))
+  if (type_ == QpType::kUd && wire::is_multicast(ud_route_of(wqe).dst_ip))
     pkt.bth.dest_qp = wire::kMulticastQpn;
   pkt.bth.psn = req_.psn;
   pkt.payload_segs = 0;

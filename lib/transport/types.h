@@ -116,12 +116,12 @@ struct MwBind {
   unsigned access = 0;  ///< access:: flags the window grants
 };
 
-/// A send work request, as ibv_send_wr carries it.
-struct SendWr {
+/// A send work request but its gather list: what a send WQE keeps of it
+/// (the QP keeps the SGEs in a table of its own, max_send_sge to a WQE).
+struct SendWrFields {
   std::uint64_t wr_id = 0;
   WrOpcode opcode = WrOpcode::kSend;
   unsigned send_flags = 0;
-  std::array<Sge, kMaxSge> sg_list{};
   std::uint32_t num_sge = 0;
   std::uint32_t imm_data = 0;         ///< network order, as ibv_send_wr holds it
   std::uint32_t invalidate_rkey = 0;  ///< SEND_WITH_INV and LOCAL_INV
@@ -131,6 +131,11 @@ struct SendWr {
   std::uint64_t swap = 0;             ///< compare-and-swap
   UdDest ud;                          ///< UD only
   MwBind bind;                        ///< BIND_MW only
+};
+
+/// A send work request, as ibv_send_wr carries it.
+struct SendWr : SendWrFields {
+  std::array<Sge, kMaxSge> sg_list{};
 };
 
 /// A receive work request.
