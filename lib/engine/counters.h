@@ -43,6 +43,8 @@ enum class EngineCounter : std::uint8_t {
   kTxMcast,              ///< frames sent to a multicast group
   kRxForwarded,          ///< RoCEv2 frames handed to the program owning their QP (daemon)
   kRxOther,
+  kTxSchedTurns,    ///< turns the transmit round robin gave QPs
+  kTxSchedRescued,  ///< QPs with work found by the rescan, not by an event
   kCount,
 };
 
@@ -109,6 +111,10 @@ constexpr std::string_view name(EngineCounter c) {
       return "rx_forwarded";
     case EngineCounter::kRxOther:
       return "rx_other";
+    case EngineCounter::kTxSchedTurns:
+      return "tx_sched_turns";
+    case EngineCounter::kTxSchedRescued:
+      return "tx_sched_rescued";
     case EngineCounter::kCount:
       break;
   }

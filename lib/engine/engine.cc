@@ -39,6 +39,8 @@ void Engine::attach(transport::Qp& qp) {
   const Holding hold(*this);
   qps_[qp.qpn()] = &qp;
   order_.push_back(&qp);
+  qp.set_doorbell(this);
+  wake(qp);
 }
 
 void Engine::detach(std::uint32_t qpn) {
@@ -46,6 +48,7 @@ void Engine::detach(std::uint32_t qpn) {
   const auto it = qps_.find(qpn);
   if (it == qps_.end()) return;
   order_.erase(std::remove(order_.begin(), order_.end(), it->second), order_.end());
+  it->second->set_doorbell(nullptr);
   qps_.erase(it);
   mcast_.detach_all(qpn);
   armed_.erase(qpn);  // its wheel entries now find no QP and lapse
@@ -192,6 +195,7 @@ void Engine::receive_roce(ConstBytes frame, Nanos now) {
   UROCE_DEBUG_ASSERT(in_engine_thread());
   it->second->receive(pkt, now);
   rearm(*it->second);
+  wake(*it->second);
 }
 
 void Engine::receive_mcast(const wire::RocePacket& pkt, Nanos now) {
@@ -209,6 +213,7 @@ void Engine::receive_mcast(const wire::RocePacket& pkt, Nanos now) {
   for (transport::Qp* qp : members) {
     qp->receive(pkt, now);
     rearm(*qp);
+    wake(*qp);
   }
   counters_.inc(EngineCounter::kRxMcastDelivered, members.size());
 }
@@ -297,23 +302,76 @@ void Engine::run_timers(Nanos now) {
     const Nanos d = qp.next_deadline();
     if (d != 0 && d <= now) qp.on_timer(now);
     rearm(qp);
+    wake(qp);
   });
+}
+
+void Engine::ring(transport::Qp& qp) {
+  const std::lock_guard lock(doorbell_mu_);
+  doorbells_.push_back(qp.qpn());
+}
+
+void Engine::take_doorbells() {
+  {
+    const std::lock_guard lock(doorbell_mu_);
+    if (doorbells_.empty()) return;
+    rung_.swap(doorbells_);
+  }
+  for (const std::uint32_t qpn : rung_) {
+    const auto it = qps_.find(qpn);
+    if (it == qps_.end()) continue;
+    // Answered before its turn looks at the queue: a post from now on
+    // rings again.
+    it->second->answer_doorbell();
+    wake(*it->second);
+  }
+  rung_.clear();
+}
+
+void Engine::wake(transport::Qp& qp) {
+  if (qp.tx_queued()) return;
+  qp.set_tx_queued(true);
+  ready_.push_back(qp.qpn());
+}
+
+void Engine::rescan(Nanos now) {
+  if (now < rescan_at_) return;
+  rescan_at_ = now + kTxRescanNs;
+  for (transport::Qp* qp : order_) {
+    if (qp->tx_queued() || !qp->has_work(now)) continue;
+    counters_.inc(EngineCounter::kTxSchedRescued);
+    wake(*qp);
+  }
 }
 
 std::uint32_t Engine::run_tx(Nanos now) {
   UROCE_DEBUG_ASSERT(in_engine_thread());
+  take_doorbells();
+  rescan(now);
   std::uint32_t sent = 0;
-  const std::size_t n = order_.size();
   const std::uint8_t paused = rx_.paused();
-  for (std::size_t k = 0; k < n && !sink_.full(); ++k) {
-    transport::Qp* qp = order_[(rr_ + k) % n];
+  // Each QP queued now has one turn at most; one that sent goes to the
+  // back, and leaves the queue when its next turn finds nothing to send.
+  for (std::size_t k = ready_.size(); k > 0 && !sink_.full(); --k) {
+    const std::uint32_t qpn = ready_.front();
+    ready_.pop_front();
+    const auto it = qps_.find(qpn);
+    if (it == qps_.end()) continue;  // detached while it waited
+    counters_.inc(EngineCounter::kTxSchedTurns);
+    transport::Qp& qp = *it->second;
     // A paused priority keeps its place: its QPs wait, the others go on.
-    if (paused != 0 && (paused >> priority_of(*qp) & 1)) continue;
-    if (!qp->has_work(now)) continue;
-    sent += qp->transmit(sink_, cfg_.tx_budget_per_qp, now);
-    rearm(*qp);
+    if (paused != 0 && (paused >> priority_of(qp) & 1)) {
+      ready_.push_back(qpn);
+      continue;
+    }
+    if (!qp.has_work(now)) {
+      qp.set_tx_queued(false);
+      continue;
+    }
+    sent += qp.transmit(sink_, cfg_.tx_budget_per_qp, now);
+    rearm(qp);
+    ready_.push_back(qpn);
   }
-  if (n > 0) rr_ = (rr_ + 1) % n;
   sink_.flush();
   return sent;
 }

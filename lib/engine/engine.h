@@ -26,6 +26,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -81,7 +82,7 @@ inline Nanos now_ns() {
                                 .count());
 }
 
-class Engine final : private FramePath {
+class Engine final : private FramePath, private transport::Doorbell {
  public:
   Engine(port::Port& port, EngineConfig cfg);
   ~Engine();
@@ -228,6 +229,18 @@ class Engine final : private FramePath {
   void run_timers(Nanos now);
   void rearm(transport::Qp& qp);
   std::uint32_t run_tx(Nanos now);
+  /// A QP rang (transport::Doorbell): its QPN waits for the engine's next
+  /// turn. Any thread.
+  void ring(transport::Qp& qp) override;
+  /// Queues the QPs that rang since the last turn.
+  void take_doorbells();
+  /// Queues `qp` for a transmit turn unless it waits already: after
+  /// anything that may have given it work (a packet, a timer, a ring).
+  void wake(transport::Qp& qp);
+  /// The net under the doorbells: every kTxRescanNs, any QP with work that
+  /// no event queued is queued, and counted (tx_sched_rescued, which stays
+  /// 0 unless an event was missed).
+  void rescan(Nanos now);
 
   // The host side.
   port::Port& port_;
@@ -245,11 +258,18 @@ class Engine final : private FramePath {
 
   // The queue-pair side.
   std::unordered_map<std::uint32_t, transport::Qp*> qps_;
-  std::vector<transport::Qp*> order_;  ///< round-robin order
+  std::vector<transport::Qp*> order_;  ///< every attached QP (stats, fail_all, rescan)
+  // The transmit round robin: the QPs that may have work, by QPN (one
+  // detached while queued is skipped), each once (Qp::tx_queued). O(1) in
+  // the number of QPs per event and per turn, as rxe's task scheduling.
+  std::deque<std::uint32_t> ready_;
+  std::mutex doorbell_mu_;
+  std::vector<std::uint32_t> doorbells_;  ///< QPNs rung, under doorbell_mu_
+  std::vector<std::uint32_t> rung_;       ///< doorbells_ taken, engine thread
+  Nanos rescan_at_ = 0;
   McastGroups mcast_;
   TimerWheel<std::uint32_t> timers_{kTimerTickNs, kTimerSlots};  ///< every QP's next deadline
   std::unordered_map<std::uint32_t, Nanos> armed_;               ///< QPN -> deadline in the wheel
-  std::size_t rr_ = 0;
   Sink sink_{*this};
 
   std::mutex mu_;  ///< held by whoever runs the loop, and to change the QP table

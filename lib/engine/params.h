@@ -41,6 +41,10 @@ inline constexpr std::size_t kSpareFrames = 256;
 /// (the latest per peer QP).
 inline constexpr std::size_t kMaxHeldCnps = 256;
 
+/// How often the engine looks at every QP for work no event announced
+/// (Engine::rescan): a net, never the way work is found.
+inline constexpr std::uint64_t kTxRescanNs = 10'000'000;
+
 /// The timer wheel: 1 us ticks, 4096 slots, one turn 4.1 ms. Deadlines
 /// further out wait in their slot for later turns.
 inline constexpr std::uint64_t kTimerTickNs = 1000;

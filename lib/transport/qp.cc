@@ -195,6 +195,9 @@ int Qp::modify(const QpAttr& a, unsigned mask, Nanos /*now*/) {
   if (mask & kRnrRetry) comp_.rnr_retry = attr_.rnr_retry;
   if (to != QpState::kErr) attr_.qp_state = to;
   if (to != QpState::kErr) state_.store(to, std::memory_order_release);
+  // A new state may give the QP work: a flush in the error state, or WRs
+  // posted while it could not send.
+  ring_doorbell();
   return 0;
 }
 
@@ -259,6 +262,7 @@ int Qp::post_send(const SendWr& wr) {
   }
   if (atomic) wqe.length = 8;
   sq_tail_.store(tail + 1, std::memory_order_release);
+  ring_doorbell();
   return 0;
 }
 

@@ -20,6 +20,7 @@
 
 #include "transport/counters.h"
 #include "transport/cq.h"
+#include "transport/doorbell.h"
 #include "transport/memory.h"
 #include "transport/recv_queue.h"
 #include "transport/tx.h"
@@ -86,6 +87,17 @@ class Qp {
   const QpAttr& attr() const { return attr_; }
   /// The transmit gate congestion control installed, if any.
   const TxGate* gate() const { return gate_; }
+
+  /// Where the QP rings when a post or a modify gives it work (the
+  /// engine's, set when it takes the QP up, before the program may post;
+  /// null when none runs it).
+  void set_doorbell(Doorbell* doorbell) { doorbell_ = doorbell; }
+  /// The engine took the QP up after it rang: the next post rings again.
+  void answer_doorbell() { rung_.exchange(false, std::memory_order_acq_rel); }
+  /// The engine's mark that the QP waits in its transmit queue. Engine
+  /// thread only.
+  bool tx_queued() const { return tx_queued_; }
+  void set_tx_queued(bool queued) { tx_queued_ = queued; }
   const Counters& counters() const { return counters_; }
 
   /// Moves the QP through the IBA state machine (IBA 10.3.1, the kernel's
@@ -186,6 +198,14 @@ class Qp {
   }
 
   // qp.cc
+  /// Rings the doorbell unless it rang since the engine last answered.
+  /// After the WQE's tail is published: the exchange pairs with the
+  /// engine's in answer_doorbell, so an engine that answers after a ring
+  /// it did not hear of sees the WQE anyway.
+  void ring_doorbell() {
+    if (doorbell_ != nullptr && !rung_.exchange(true, std::memory_order_acq_rel))
+      doorbell_->ring(*this);
+  }
   bool transition_allowed(QpState from, QpState to, unsigned mask) const;
   void reset_state();
   /// Completes the WQE at the head of the send queue with `status` and
@@ -272,6 +292,9 @@ class Qp {
   RecvQueue own_rq_;
   MemoryAccess* const memory_;
   EventSink* const events_;
+  Doorbell* doorbell_ = nullptr;
+  std::atomic<bool> rung_{false};
+  bool tx_queued_ = false;
   TxGate* const gate_;
   CongestionObserver* const congestion_;
 

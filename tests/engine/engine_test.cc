@@ -107,6 +107,40 @@ TEST(Engine, MovesBytesIntactThroughAnImpairedLink) {
                 b.engine.counters().drops(wire::DropReason::kBadIpChecksum),
             0u)
       << "corrupted frames are caught and counted";
+  // Through loss and timeouts, every turn a QP had came from an event
+  // (its doorbell, a packet, a timer), none from the engine's rescan.
+  EXPECT_EQ(a.engine.counters().get(EngineCounter::kTxSchedRescued), 0u);
+  EXPECT_EQ(b.engine.counters().get(EngineCounter::kTxSchedRescued), 0u);
+}
+
+// Expect: a thousand QPs of which one is busy; the idle ones are never
+// looked at on the busy one's turns (the round robin holds only QPs that
+// may have work), and a post to any of them is sent on the next turn.
+TEST(Engine, OnlyQpsWithWorkTakeTurns) {
+  Host a(kMacA, kIpA), b(kMacB, kIpB);
+  test::PipePort::join(a.port, b.port);
+  connect(a, b, 0x4242, 0x7373);
+  std::vector<std::unique_ptr<Qp>> idle;
+  for (std::uint32_t i = 0; i < 1000; ++i) {
+    transport::QpInit init;
+    init.type = QpType::kRc;
+    init.qpn = 0x100000 + i;
+    init.send_cq = init.recv_cq = &a.scq;
+    init.memory = &a.memory;
+    idle.push_back(std::make_unique<Qp>(init));
+    a.engine.attach(*idle.back());
+  }
+  std::mt19937_64 rng(2);
+  write_read_send(a, b, 1 << 20, rng);
+  const EngineCounters& c = a.engine.counters();
+  EXPECT_EQ(c.get(EngineCounter::kTxSchedRescued), 0u);
+  // A turn for each idle QP once (it was queued when attached), and for
+  // the busy one a turn per event that may have given it work (a packet
+  // in, a timer, a post) and per turn it sent on: a scan of every QP on
+  // every poll would be a thousand turns a poll.
+  EXPECT_LE(c.get(EngineCounter::kTxSchedTurns),
+            1000 + 2 * (c.get(EngineCounter::kRxFrames) + c.get(EngineCounter::kTxFrames)) + 100);
+  for (auto& q : idle) a.engine.detach(q->qpn());
 }
 
 TEST(Engine, BadFramesAreDroppedAndCountedAndTouchNothingOutsideRegisteredMemory) {

@@ -181,6 +181,9 @@ class Netdev : public ::testing::Test {
     EXPECT_EQ(c.at("engine.tx_arp_request"), 0u) << host;
     EXPECT_EQ(c.at("engine.tx_neighbor_solicit"), 0u) << host;
     EXPECT_EQ(c.at("drop.bad_icrc"), 0u) << host;
+    // Every QP's work was found by the event that gave it (a doorbell, a
+    // packet, a timer), none by the engine's rescan.
+    EXPECT_EQ(c.at("engine.tx_sched_rescued"), 0u) << host;
   }
 
   // Waits up to 20 s for `what` to appear `times` times in c's output.

@@ -61,6 +61,7 @@ class PacketPort : public ::testing::Test {
     EXPECT_EQ(c.at("drop.bad_icrc"), 0u) << host;
     EXPECT_EQ(c.at("drop.bad_udp_length"), 0u) << host;
     EXPECT_EQ(c.at("drop.bad_ip_checksum"), 0u) << host;
+    EXPECT_EQ(c.at("engine.tx_sched_rescued"), 0u) << host;
   }
 
   // Every RoCEv2 frame the veth carried is a packet, or a super-frame
