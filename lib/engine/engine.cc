@@ -49,6 +49,9 @@ void Engine::detach(std::uint32_t qpn) {
   if (it == qps_.end()) return;
   order_.erase(std::remove(order_.begin(), order_.end(), it->second), order_.end());
   it->second->set_doorbell(nullptr);
+  // Its QPN leaves the round robin too: a QP attached later under the
+  // same QPN must not find itself queued twice.
+  std::erase(ready_, qpn);
   qps_.erase(it);
   mcast_.detach_all(qpn);
   armed_.erase(qpn);  // its wheel entries now find no QP and lapse
@@ -338,7 +341,18 @@ void Engine::rescan(Nanos now) {
   if (now < rescan_at_) return;
   rescan_at_ = now + kTxRescanNs;
   for (transport::Qp* qp : order_) {
-    if (qp->tx_queued() || !qp->has_work(now)) continue;
+    // A QP whose doorbell rang is taken next turn; one seen unqueued once
+    // may be a post between publishing its WQE and ringing. Found so by
+    // two rescans in a row, 10 ms apart, its work was missed.
+    if (qp->tx_queued() || qp->doorbell_rung() || !qp->has_work(now)) {
+      qp->set_rescan_seen(false);
+      continue;
+    }
+    if (!qp->rescan_seen()) {
+      qp->set_rescan_seen(true);
+      continue;
+    }
+    qp->set_rescan_seen(false);
     counters_.inc(EngineCounter::kTxSchedRescued);
     wake(*qp);
   }
@@ -359,13 +373,14 @@ std::uint32_t Engine::run_tx(Nanos now) {
     if (it == qps_.end()) continue;  // detached while it waited
     counters_.inc(EngineCounter::kTxSchedTurns);
     transport::Qp& qp = *it->second;
-    // A paused priority keeps its place: its QPs wait, the others go on.
-    if (paused != 0 && (paused >> priority_of(qp) & 1)) {
-      ready_.push_back(qpn);
-      continue;
-    }
     if (!qp.has_work(now)) {
       qp.set_tx_queued(false);
+      continue;
+    }
+    // A paused priority keeps its place: its QPs with work wait, the
+    // others go on.
+    if (paused != 0 && (paused >> priority_of(qp) & 1)) {
+      ready_.push_back(qpn);
       continue;
     }
     sent += qp.transmit(sink_, cfg_.tx_budget_per_qp, now);

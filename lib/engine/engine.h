@@ -237,9 +237,10 @@ class Engine final : private FramePath, private transport::Doorbell {
   /// Queues `qp` for a transmit turn unless it waits already: after
   /// anything that may have given it work (a packet, a timer, a ring).
   void wake(transport::Qp& qp);
-  /// The net under the doorbells: every kTxRescanNs, any QP with work that
-  /// no event queued is queued, and counted (tx_sched_rescued, which stays
-  /// 0 unless an event was missed).
+  /// The net under the doorbells: every kTxRescanNs, a QP with work that
+  /// no event queued (nor a doorbell about to), found so twice in a row,
+  /// is queued and counted (tx_sched_rescued, 0 unless an event was
+  /// missed).
   void rescan(Nanos now);
 
   // The host side.

@@ -94,10 +94,14 @@ class Qp {
   void set_doorbell(Doorbell* doorbell) { doorbell_ = doorbell; }
   /// The engine took the QP up after it rang: the next post rings again.
   void answer_doorbell() { rung_.exchange(false, std::memory_order_acq_rel); }
-  /// The engine's mark that the QP waits in its transmit queue. Engine
-  /// thread only.
+  /// Whether the doorbell rang and the engine has not answered yet.
+  bool doorbell_rung() const { return rung_.load(std::memory_order_acquire); }
+  /// The engine's marks: the QP waits in its transmit queue; its last
+  /// rescan found it with work that nothing had queued. Engine thread only.
   bool tx_queued() const { return tx_queued_; }
   void set_tx_queued(bool queued) { tx_queued_ = queued; }
+  bool rescan_seen() const { return rescan_seen_; }
+  void set_rescan_seen(bool seen) { rescan_seen_ = seen; }
   const Counters& counters() const { return counters_; }
 
   /// Moves the QP through the IBA state machine (IBA 10.3.1, the kernel's
@@ -295,6 +299,7 @@ class Qp {
   Doorbell* doorbell_ = nullptr;
   std::atomic<bool> rung_{false};
   bool tx_queued_ = false;
+  bool rescan_seen_ = false;
   TxGate* const gate_;
   CongestionObserver* const congestion_;
 
