@@ -38,10 +38,48 @@ std::vector<std::string> entries(int fd) {
   return out;
 }
 
+bool write_file(const char* path, const std::string& text) {
+  const int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  close(fd);
+  return ok;
+}
+
+// A user namespace in which the caller is who it was (its uid and gid
+// mapped to themselves, so getuid() and file ownership read as before,
+// and Open MPI does not find itself root) and holds the capabilities the
+// mounts need; the program executed afterwards has none (execve drops a
+// non-root user's). Supplementary groups cannot be mapped by an
+// unprivileged user: they stay the caller's for access checks but read
+// as the overflow group.
+bool own_user_namespace(std::string* error) {
+  const uid_t uid = geteuid();
+  const gid_t gid = getegid();
+  if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
+    failed("a user and mount namespace of its own", error);
+    return false;
+  }
+  // The kernel takes a gid map from an unprivileged writer only once it
+  // may no longer drop groups with setgroups(2).
+  if (!write_file("/proc/self/setgroups", "deny") ||
+      !write_file("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1") ||
+      !write_file("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1")) {
+    failed("mapping the user into its namespace", error);
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string private_sysfs(std::string* error) {
-  if (unshare(CLONE_NEWNS) != 0) return failed("a mount namespace of its own (needs root)", error);
+  // Root (CAP_SYS_ADMIN) takes a mount namespace alone; anyone else a user
+  // namespace with it, where the mounts are allowed.
+  if (unshare(CLONE_NEWNS) != 0) {
+    if (errno != EPERM) return failed("a mount namespace of its own", error);
+    if (!own_user_namespace(error)) return "";
+  }
   // Nothing mounted here may reach the host's namespace.
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
     return failed("making / private", error);

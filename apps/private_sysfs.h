@@ -9,8 +9,10 @@ namespace uroce::run {
 /// in which /sys/class/infiniband is an empty tmpfs the binding may fill
 /// (drivers/ibverbs/sysfs_tree.h), every other class of /sys/class as it
 /// was, and the RDMA devices the kernel has, if any, still listed. Nothing
-/// outside the namespace changes. Needs CAP_SYS_ADMIN. Returns the
-/// directory to fill, or "" with *error.
+/// outside the namespace changes. Without CAP_SYS_ADMIN the namespace
+/// comes with a user namespace of its own in which the caller keeps its
+/// uid and gid (unprivileged user namespaces must be allowed, as Debian's
+/// kernels do). Returns the directory to fill, or "" with *error.
 std::string private_sysfs(std::string* error);
 
 }  // namespace uroce::run

@@ -42,7 +42,8 @@ void usage(FILE* out) {
       "  uroce-run --netdev eth0 --port af_xdp -- ...       (the port on AF_XDP)\n"
       "  uroce-run --port packet:veth1 --ip 10.0.1.1/24 -- ...  (uroce's packet port, UDP GSO)\n"
       "--sysfs: the devices in /sys/class/infiniband too (ibstat, UCX's GID types,\n"
-      "Open MPI's device match), in a mount namespace of the program's own (root)\n");
+      "Open MPI's device match), in a mount namespace of the program's own (for a\n"
+      "user other than root, with a user namespace around it)\n");
 }
 
 std::string dir_of(const std::string& path) {

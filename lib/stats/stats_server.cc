@@ -23,6 +23,9 @@ using Socket = asio::local::stream_protocol::socket;
 std::string stats_dir() {
   if (const char* d = std::getenv("UROCE_STATS_DIR"); d && *d) return d;
   if (const char* r = std::getenv("XDG_RUNTIME_DIR"); r && *r) return std::string(r) + "/uroce";
+  // A user other than root gets a directory of its own: the first user
+  // to make a shared one would own it, and the others could not serve.
+  if (const uid_t uid = geteuid(); uid != 0) return "/tmp/uroce-" + std::to_string(uid);
   return "/tmp/uroce";
 }
 

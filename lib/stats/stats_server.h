@@ -27,7 +27,9 @@ class PrometheusServer;
 /// Writes "<scope> <counter> <value>" lines for one device.
 using Source = std::function<void(std::string& out)>;
 
-/// The directory the endpoints live in.
+/// The directory the endpoints live in: $UROCE_STATS_DIR, else
+/// $XDG_RUNTIME_DIR/uroce, else /tmp/uroce for root and /tmp/uroce-<uid>
+/// for any other user.
 std::string stats_dir();
 
 class StatsServer {

@@ -4,10 +4,13 @@
 // than libibverbs. Unmodified Debian binaries in a testbed namespace:
 // ibstat (libibumad reads the tree alone) shows what ibv_devinfo (the
 // verbs) shows; the tree's GID table is ibv_query_gid's, entry by entry;
-// and nothing of it is seen outside the program's namespace. Needs root.
+// nothing of it is seen outside the program's namespace; and a user other
+// than root gets it too (in a user namespace). Needs root to build the
+// testbed.
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <cstring>
@@ -187,6 +190,37 @@ TEST_F(Sysfs, TheTreeIsTheProgramsAlone) {
   EXPECT_NE(test::sh("ip netns exec " + bed_.ns('a') + " test -e /sys/class/infiniband/uroce0"), 0);
   // The classes the tree was laid over are all still there.
   EXPECT_NE(run("ls /sys/class/net\n").find("rdma"), std::string::npos);
+}
+
+TEST_F(Sysfs, AUserOtherThanRootGetsTheTreeToo) {
+  // The device is root's daemon's; the program runs as nobody, whom the
+  // kernel refuses a mount namespace alone, so uroce-run makes it a user
+  // namespace around one.
+  std::unique_ptr<Child> daemon = bed_.start_daemon('a');
+  ASSERT_TRUE(daemon) << "uroced did not come up";
+  ASSERT_EQ(chmod(bed_.dir().c_str(), 0777), 0);
+  const std::string script = bed_.dir() + "/nobody.sh";
+  {
+    std::ofstream f(script);
+    f << "id -u; id -g\ngrep CapEff /proc/self/status\nibstat\necho ===\n"
+         "cat /sys/class/infiniband/uroce0/ports/1/gid_attrs/types/0\n"
+         "ibv_devinfo -d uroce0 | grep -c PORT_ACTIVE\n";
+  }
+  std::string cmd = bed_.attached_run('a', "sh " + script);
+  cmd.replace(cmd.find(" -- sh "), 7, " --sysfs -- sh ");
+  Child c("ip netns exec " + bed_.ns('a') + " setpriv --reuid=65534 --regid=65534 --clear-groups " +
+              cmd,
+          bed_.dir() + "/nobody.log");
+  ASSERT_EQ(c.wait(60s), 0) << c.output();
+  const std::string out = c.output();
+  // Expect: still nobody, with no capability left to the program, and the
+  // device in the tree as root's programs see it.
+  EXPECT_EQ(out.rfind("65534\n65534\n", 0), 0u) << out;
+  EXPECT_NE(out.find("CapEff:\t0000000000000000"), std::string::npos) << out;
+  EXPECT_NE(out.find("CA 'uroce0'"), std::string::npos) << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex("State: Active"))) << out;
+  EXPECT_NE(out.find("===\nRoCE v2\n1\n"), std::string::npos) << out;
+  EXPECT_TRUE(test::TestbedPair::stop_daemon(daemon));
 }
 
 }  // namespace
