@@ -160,6 +160,8 @@ int Cma::set_reuseaddr(std::uint32_t n, bool reuse) {
   // rdma_set_reuseaddr: a listener may drop it but not take it.
   if ((reuse && id->state != CmaState::kListen) || id->state == CmaState::kIdle) {
     id->reuseaddr = reuse;
+    // A bound id's terms change on the host too; the port stays its own.
+    if (id->bound) host_bind(*id, id->src.port, reuse, id->ephemeral);
     return 0;
   }
   return EINVAL;
@@ -215,7 +217,8 @@ int Cma::listen(std::uint32_t n, int backlog) {
   if (id->state != CmaState::kAddrBound) return EINVAL;
   // A listener must be alone on its address, REUSEADDR or not.
   if (id->reuseaddr) {
-    const int ret = check_port(*id, false);
+    int ret = check_port(*id, false);
+    if (ret == 0) ret = host_bind(*id, id->src.port, false, id->ephemeral);
     if (ret) return ret;
     id->reuseaddr = false;
   }

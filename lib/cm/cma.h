@@ -221,6 +221,29 @@ struct ResolvedAddr {
   std::uint8_t hop_limit = 64;
 };
 
+/// The host's port spaces, where other programs bind ports on the same
+/// device (one the device daemon shares): the kernel keeps one bind list
+/// per port for every process, so a port the Cma takes, once its own ids
+/// agree, must also be free of the other programs' bindings. A device a
+/// process has alone has no HostPorts: its ports are all its Cma's.
+class HostPorts {
+ public:
+  /// A binding's terms, for cma_check_port across programs.
+  struct Binding {
+    std::uint64_t service_id = 0;  ///< the port space and port
+    wire::IpAddr ip;               ///< the bound address, or its family's any address
+    bool any = false;              ///< the address is the any (or a loopback) one
+    bool reuseaddr = false;
+    bool afonly = false;
+    bool ephemeral = false;  ///< a port the Cma picked, which nobody else may hold
+  };
+  virtual ~HostPorts() = default;
+  /// Binds id `id` on the host (again, with new terms, if it holds the
+  /// port already): 0, or EADDRINUSE / EADDRNOTAVAIL.
+  virtual int bind(std::uint32_t id, const Binding& b) = 0;
+  virtual void unbind(std::uint32_t id) = 0;
+};
+
 /// How the CM moves an attached QP (the kernel's ib_modify_qp on id->qp).
 class QpControl {
  public:
@@ -345,6 +368,8 @@ class Cma {
   IbCm& ib() { return ib_; }
   const IbCm& ib() const { return ib_; }
   const CmaDevice& device() const { return device_; }
+  /// The host's port spaces from now on (null: the device's alone).
+  void set_host_ports(HostPorts* host) { host_ports_ = host; }
   /// Whether `a` is in the device's GID table. An empty entry (the zero
   /// GID) is no address, though it equals IPv6's wildcard.
   bool is_device_ip(const wire::IpAddr& a) const;
@@ -387,6 +412,7 @@ class Cma {
     QpControl* qp = nullptr;
     std::uint32_t ib_id = 0;  ///< IB CM id, 0 when none
     bool bound = false;       ///< holds a port in bind_lists_
+    bool ephemeral = false;   ///< the port was picked, not asked for
     std::optional<wire::MacAddr> dst_mac;
     std::uint8_t hop_limit = 64;
     std::optional<PathRecord> route;
@@ -420,6 +446,9 @@ class Cma {
   int check_port(const Id& id, bool reuseaddr) const;
   bool port_is_unique(const Id& id, std::uint16_t port) const;
   void bind_port(Id& id, std::uint16_t port);
+  /// Asks the host's port spaces for `port` on the id's terms: 0 when
+  /// there are none.
+  int host_bind(const Id& id, std::uint16_t port, bool reuseaddr, bool ephemeral);
   void release_port(Id& id);
   std::vector<std::uint8_t> with_ip_cm_hdr(const Id& id, std::span<const std::uint8_t> user) const;
   int set_qkey(Id& id, std::uint32_t qkey);
@@ -445,6 +474,7 @@ class Cma {
 
   CmaDevice device_;
   RandomSource& random_;
+  HostPorts* host_ports_ = nullptr;
   IbCm ib_;
   std::uint32_t next_id_ = 1;
   std::unordered_map<std::uint32_t, Id> ids_;

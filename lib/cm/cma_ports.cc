@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // Cma: the port spaces' ports, as cma.c shares and hands them out
-// (cma_check_port, cma_port_is_unique, cma_alloc_any_port).
+// (cma_check_port, cma_port_is_unique, cma_alloc_any_port), and on a
+// shared device as the host's port spaces allow (HostPorts).
 
 #include <algorithm>
 #include <cerrno>
@@ -17,8 +18,21 @@ void Cma::bind_port(Id& id, std::uint16_t port) {
   id.bound = true;
 }
 
+int Cma::host_bind(const Id& id, std::uint16_t port, bool reuseaddr, bool ephemeral) {
+  if (!host_ports_) return 0;
+  HostPorts::Binding b;
+  b.service_id = service_id(id.ps, port);
+  b.ip = id.src.ip;
+  b.any = is_any(id.src.ip);
+  b.reuseaddr = reuseaddr;
+  b.afonly = id.afonly;
+  b.ephemeral = ephemeral;
+  return host_ports_->bind(id.id, b);
+}
+
 void Cma::release_port(Id& id) {
   if (!id.bound) return;
+  if (host_ports_) host_ports_->unbind(id.id);
   auto it = bind_lists_.find({id.ps, id.src.port});
   if (it != bind_lists_.end()) {
     std::erase(it->second, id.id);
@@ -63,15 +77,19 @@ bool Cma::port_is_unique(const Id& id, std::uint16_t port) const {
 
 int Cma::alloc_any_port(Id& id) {
   // cma_alloc_any_port: start at a random port of the ephemeral range and
-  // walk it, skipping the port given out last.
+  // walk it, skipping the port given out last. On a shared device a port
+  // another program holds is skipped too.
   const unsigned low = device_.ephemeral_low;
   const unsigned high = device_.ephemeral_high;
   unsigned remaining = high - low + 1;
   unsigned rover = random_.u32() % remaining + low;
   for (;;) {
-    if (rover != last_used_port_ && port_is_unique(id, static_cast<std::uint16_t>(rover))) {
-      bind_port(id, static_cast<std::uint16_t>(rover));
-      last_used_port_ = static_cast<std::uint16_t>(rover);
+    const auto port = static_cast<std::uint16_t>(rover);
+    if (rover != last_used_port_ && port_is_unique(id, port) &&
+        host_bind(id, port, id.reuseaddr, true) == 0) {
+      bind_port(id, port);
+      id.ephemeral = true;
+      last_used_port_ = port;
       return 0;
     }
     if (--remaining == 0) return EADDRNOTAVAIL;
@@ -82,7 +100,8 @@ int Cma::alloc_any_port(Id& id) {
 int Cma::use_port(Id& id) {
   // Ports below 1024 are not checked for privilege: lib/cm is a library in
   // the program's own process, not the kernel guarding a shared space.
-  const int ret = check_port(id, id.reuseaddr);
+  int ret = check_port(id, id.reuseaddr);
+  if (ret == 0) ret = host_bind(id, id.src.port, id.reuseaddr, false);
   if (ret == 0) bind_port(id, id.src.port);
   return ret;
 }

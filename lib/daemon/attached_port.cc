@@ -92,6 +92,30 @@ void AttachedPort::set_cm_services(const std::vector<std::uint64_t>& service_ids
   call(sock_, req, &reply);
 }
 
+int AttachedPort::bind_cm_port(std::uint32_t key, std::uint64_t service_id, const wire::IpAddr& ip,
+                               unsigned flags) {
+  std::lock_guard lock(call_mu_);
+  Message req;
+  req.op = Op::kCmBind;
+  req.value = key;
+  char sid[24];
+  std::snprintf(sid, sizeof(sid), "%llx", static_cast<unsigned long long>(service_id));
+  req.text = std::string(sid) + " " + ip.to_string() + " " + std::to_string(flags);
+  Message reply;
+  // A daemon gone has failed the device; an older one keeps no ports.
+  if (!call(sock_, req, &reply) || reply.op != Op::kDone) return 0;
+  return static_cast<int>(reply.value);
+}
+
+void AttachedPort::unbind_cm_port(std::uint32_t key) {
+  std::lock_guard lock(call_mu_);
+  Message req;
+  req.op = Op::kCmUnbind;
+  req.value = key;
+  Message reply;
+  call(sock_, req, &reply);
+}
+
 bool AttachedPort::failed() const {
   pollfd p{sock_, POLLRDHUP, 0};
   return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR)) != 0;

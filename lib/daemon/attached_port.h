@@ -29,9 +29,7 @@ class AttachedPort final : public port::Port {
   std::uint16_t rx_burst(port::RxFrame* out, std::uint16_t max) override {
     return ring_->rx_burst(out, max);
   }
-  void rx_release(port::RxFrame* frames, std::uint16_t n) override {
-    ring_->rx_release(frames, n);
-  }
+  void rx_release(port::RxFrame* frames, std::uint16_t n) override { ring_->rx_release(frames, n); }
   bool tx_alloc(std::uint32_t size, port::TxFrame& out) override {
     return ring_->tx_alloc(size, out);
   }
@@ -50,9 +48,15 @@ class AttachedPort final : public port::Port {
   /// Whether the daemon hung up.
   bool failed() const override;
   void set_cm_services(const std::vector<std::uint64_t>& service_ids) override;
+  /// An older daemon, which keeps no port spaces, answers kError: the
+  /// program's ports are then its own, as before.
+  int bind_cm_port(std::uint32_t key, std::uint64_t service_id, const wire::IpAddr& ip,
+                   unsigned flags) override;
+  void unbind_cm_port(std::uint32_t key) override;
 
  private:
-  AttachedPort(int sock, std::unique_ptr<port::RingPort> ring) : sock_(sock), ring_(std::move(ring)) {}
+  AttachedPort(int sock, std::unique_ptr<port::RingPort> ring)
+      : sock_(sock), ring_(std::move(ring)) {}
   const int sock_;
   std::unique_ptr<port::RingPort> ring_;
   std::mutex call_mu_;  ///< one request at a time on the socket

@@ -159,7 +159,57 @@ void HostSwitch::set_cm_services(Program& p, const std::vector<std::uint64_t>& s
   });
 }
 
+int HostSwitch::bind_cm_port(Program& p, std::uint32_t key, std::uint64_t service_id,
+                             const wire::IpAddr& ip, unsigned flags) {
+  using port::Port;
+  return engine_->locked([&] {
+    std::vector<CmBinding>& list = cm_ports_[service_id];
+    // cma_check_port against the other programs (the program's own Cma
+    // has judged its own ids); a port the program picked must be free.
+    for (const CmBinding& cur : list) {
+      if (cur.program == &p) continue;
+      if (flags & Port::kCmBindEphemeral) return EADDRINUSE;
+      if ((flags & Port::kCmBindReuseAddr) && (cur.flags & Port::kCmBindReuseAddr)) continue;
+      if ((flags & Port::kCmBindAfOnly) && (cur.flags & Port::kCmBindAfOnly) &&
+          ip.is_v4() != cur.ip.is_v4())
+        continue;
+      if ((flags & Port::kCmBindAny) || (cur.flags & Port::kCmBindAny)) return EADDRNOTAVAIL;
+      if (ip == cur.ip) return EADDRINUSE;
+    }
+    const auto held = p.cm_ports_.find(key);
+    if (held != p.cm_ports_.end() && held->second != service_id) unbind_cm_port_locked(p, key);
+    const auto mine = std::find_if(list.begin(), list.end(), [&](const CmBinding& b) {
+      return b.program == &p && b.key == key;
+    });
+    if (mine != list.end()) {
+      mine->ip = ip;
+      mine->flags = flags;
+    } else {
+      list.push_back({&p, key, ip, flags});
+    }
+    p.cm_ports_[key] = service_id;
+    return 0;
+  });
+}
+
+void HostSwitch::unbind_cm_port(Program& p, std::uint32_t key) {
+  engine_->locked([&] { unbind_cm_port_locked(p, key); });
+}
+
+void HostSwitch::unbind_cm_port_locked(Program& p, std::uint32_t key) {
+  const auto held = p.cm_ports_.find(key);
+  if (held == p.cm_ports_.end()) return;
+  const auto list = cm_ports_.find(held->second);
+  if (list != cm_ports_.end()) {
+    std::erase_if(list->second,
+                  [&](const CmBinding& b) { return b.program == &p && b.key == key; });
+    if (list->second.empty()) cm_ports_.erase(list);
+  }
+  p.cm_ports_.erase(held);
+}
+
 void HostSwitch::forget_cm(Program& p) {
+  while (!p.cm_ports_.empty()) unbind_cm_port_locked(p, p.cm_ports_.begin()->first);
   for (std::uint64_t sid : p.cm_services_) {
     const auto it = cm_services_.find(sid);
     if (it != cm_services_.end() && it->second == &p) cm_services_.erase(it);

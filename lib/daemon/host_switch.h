@@ -60,7 +60,9 @@ class Program {
   std::vector<std::uint32_t> qpns_;
   std::vector<std::uint64_t> cm_services_;  ///< what its CM listens on
   std::vector<std::uint32_t> comm_ids_;     ///< its CM's local comm IDs (and SIDR request IDs)
-  bool cm_ = false;                         ///< its CM has spoken or listened
+  std::unordered_map<std::uint32_t, std::uint64_t>
+      cm_ports_;     ///< its CM's bindings: key -> ServiceID
+  bool cm_ = false;  ///< its CM has spoken or listened
   ProgramCounters counters_;
 };
 
@@ -93,6 +95,14 @@ class HostSwitch final : private engine::Forwarder {
   /// and SIDR_REQs for them go to it (to the first program that listens,
   /// when several do).
   void set_cm_services(Program& p, const std::vector<std::uint64_t>& service_ids);
+  /// The host's port spaces, one bind list per port as the kernel keeps
+  /// them: binds `key` of the program on the port of `service_id` (again,
+  /// with new terms, if it holds it) unless another program's binding
+  /// stands in the way as cma_check_port decides: 0, EADDRINUSE or
+  /// EADDRNOTAVAIL. `flags` are port::Port::CmBindFlags.
+  int bind_cm_port(Program& p, std::uint32_t key, std::uint64_t service_id, const wire::IpAddr& ip,
+                   unsigned flags);
+  void unbind_cm_port(Program& p, std::uint32_t key);
   const std::vector<std::unique_ptr<Program>>& programs() const { return programs_; }
 
   /// The device's counters (its engine's), each attached program's, and
@@ -121,6 +131,7 @@ class HostSwitch final : private engine::Forwarder {
   /// Learns which program a MAD it sends speaks for (its comm ID).
   void learn_mad(Program& p, wire::ConstBytes frame);
   void forget_cm(Program& p);
+  void unbind_cm_port_locked(Program& p, std::uint32_t key);
 
   const DeviceConfig cfg_;
   port::Port& port_;
@@ -133,6 +144,13 @@ class HostSwitch final : private engine::Forwarder {
   /// each comm ID and who listens on each ServiceID.
   std::unordered_map<std::uint32_t, Program*> comm_ids_;
   std::unordered_map<std::uint64_t, Program*> cm_services_;
+  struct CmBinding {
+    Program* program = nullptr;
+    std::uint32_t key = 0;
+    wire::IpAddr ip;
+    unsigned flags = 0;
+  };
+  std::unordered_map<std::uint64_t, std::vector<CmBinding>> cm_ports_;  ///< by ServiceID
   std::size_t rr_ = 0;  ///< whose ring is read first
   mutable std::mutex
       mu_;  ///< programs_, their QPNs and retired_ changing, against for_each_counter

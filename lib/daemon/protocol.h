@@ -16,6 +16,10 @@
 //   kFreeQpn value: QPN     ->   kDone
 //   kCmServices text: ServiceIDs in hex, comma-separated, what the
 //            program's CM listens on now  ->   kDone
+//   kCmBind  value: key (an rdma_cm id), text: "<ServiceID hex> <ip> <flags>"
+//            (port::Port::CmBindFlags), a port the program's CM binds
+//                           ->   kDone     value: 0, EADDRINUSE or EADDRNOTAVAIL
+//   kCmUnbind value: key    ->   kDone
 //   any                     ->   kError    value: errno, text: why
 //   kCapture text: device   ->   kDone     text: the device ("": the first)
 //                           then kFrame    value: direction, text: FrameHeader + frame
@@ -65,7 +69,10 @@ enum class Op : std::uint32_t {
   kLinkAdd,
   kLinkDelete,
   kLinkShow,
-  kLinks,  ///< the last: recv_message refuses any op past it
+  kLinks,
+  // The host's rdma_cm port spaces, added after uroce link's.
+  kCmBind,
+  kCmUnbind,  ///< the last: recv_message refuses any op past it
 };
 
 /// What precedes a captured frame in a kFrame's text.

@@ -385,6 +385,25 @@ bool Server::serve(Conn& c) {
       c.sw->set_cm_services(*c.program, sids);
       return reply(Op::kDone, 0);
     }
+    case Op::kCmBind: {
+      if (!c.program) return reply(Op::kError, EINVAL, "not attached");
+      // "<ServiceID hex> <ip> <flags>"
+      const std::size_t a = m.text.find(' ');
+      const std::size_t b = a == std::string::npos ? a : m.text.find(' ', a + 1);
+      if (b == std::string::npos) return reply(Op::kError, EINVAL, "not a binding");
+      char* end = nullptr;
+      const std::uint64_t sid = std::strtoull(m.text.c_str(), &end, 16);
+      const auto ip = wire::IpAddr::parse(std::string_view(m.text).substr(a + 1, b - a - 1));
+      const unsigned long flags = std::strtoul(m.text.c_str() + b + 1, &end, 10);
+      if (!ip || *end != '\0' || end == m.text.c_str() + b + 1)
+        return reply(Op::kError, EINVAL, "not a binding");
+      return reply(Op::kDone, static_cast<std::uint32_t>(c.sw->bind_cm_port(
+                                  *c.program, m.value, sid, *ip, static_cast<unsigned>(flags))));
+    }
+    case Op::kCmUnbind:
+      if (!c.program) return reply(Op::kError, EINVAL, "not attached");
+      c.sw->unbind_cm_port(*c.program, m.value);
+      return reply(Op::kDone, 0);
     case Op::kFreeQpn:
       if (!c.program || !c.sw->free_qpn(*c.program, m.value))
         return reply(Op::kError, EINVAL, "not a QPN of this program");

@@ -47,6 +47,11 @@ class Decorator : public Port {
   void set_cm_services(const std::vector<std::uint64_t>& service_ids) override {
     inner_->set_cm_services(service_ids);
   }
+  int bind_cm_port(std::uint32_t key, std::uint64_t service_id, const wire::IpAddr& ip,
+                   unsigned flags) override {
+    return inner_->bind_cm_port(key, service_id, ip, flags);
+  }
+  void unbind_cm_port(std::uint32_t key) override { inner_->unbind_cm_port(key); }
 
   Port& inner() { return *inner_; }
 

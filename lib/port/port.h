@@ -15,6 +15,7 @@
 
 #include "wire/bytes.h"
 #include "wire/ethernet.h"
+#include "wire/ip.h"
 
 namespace uroce::port {
 
@@ -106,6 +107,28 @@ class Port {
   /// program that listens on its ServiceID (as the kernel's one CM does
   /// for every process of a host).
   virtual void set_cm_services(const std::vector<std::uint64_t>& service_ids) { (void)service_ids; }
+  /// A port the program's connection manager binds, for the daemon of a
+  /// shared port, which keeps the host's port spaces (the kernel's one
+  /// bind list per port): `key` names the binding (an rdma_cm id; binding
+  /// it again changes its terms), `service_id` the port space and port,
+  /// `ip` the address. 0 when no other program's binding stands in the
+  /// way, else EADDRINUSE or EADDRNOTAVAIL as cma_check_port decides. A
+  /// port of its own has no other program: always 0.
+  enum CmBindFlags : unsigned {
+    kCmBindAny = 1,        ///< `ip` is the any (or a loopback) address
+    kCmBindReuseAddr = 2,  ///< RDMA_OPTION_ID_REUSEADDR
+    kCmBindAfOnly = 4,     ///< RDMA_OPTION_ID_AFONLY
+    kCmBindEphemeral = 8,  ///< a port the CM picked: nobody else may hold it
+  };
+  virtual int bind_cm_port(std::uint32_t key, std::uint64_t service_id, const wire::IpAddr& ip,
+                           unsigned flags) {
+    (void)key;
+    (void)service_id;
+    (void)ip;
+    (void)flags;
+    return 0;
+  }
+  virtual void unbind_cm_port(std::uint32_t key) { (void)key; }
 };
 
 }  // namespace uroce::port

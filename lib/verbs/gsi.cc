@@ -101,6 +101,8 @@ Gsi::Gsi(Device& dev) : dev_(dev), engine_(dev.engine()), cma_(cma_device(dev), 
   });
   for (std::uint32_t i = 0; i < kRecvBuffers; ++i) post_recv(i);
   recv_cq_.arm(false);
+  // On a shared device the ports are the host's, as the kernel's are.
+  if (engine_.port().shared()) cma_.set_host_ports(this);
   engine_.attach(*qp_);
   resolver_ = std::thread([this] { resolver(); });
   log::get().info("{}: QP 1 serves the connection manager", dev.name());
@@ -162,6 +164,16 @@ void Gsi::end_turn(std::unique_lock<std::mutex>& lock) {
   kick(posted);
   users_.fetch_sub(1, std::memory_order_release);
 }
+
+int Gsi::bind(std::uint32_t id, const Binding& b) {
+  using port::Port;
+  const unsigned flags =
+      (b.any ? Port::kCmBindAny : 0u) | (b.reuseaddr ? Port::kCmBindReuseAddr : 0u) |
+      (b.afonly ? Port::kCmBindAfOnly : 0u) | (b.ephemeral ? Port::kCmBindEphemeral : 0u);
+  return engine_.port().bind_cm_port(id, b.service_id, b.ip, flags);
+}
+
+void Gsi::unbind(std::uint32_t id) { engine_.port().unbind_cm_port(id); }
 
 void Gsi::kick(bool posted) {
   // Out now if the engine is free; the engine thread sends what it posted

@@ -17,7 +17,10 @@
 // lock. Nothing holding the CM lock or the send lock takes the engine:
 // MADs the Cma sends are queued under the CM lock and posted to QP 1 once
 // it is released, and a MAD to a peer whose MAC is not known yet waits
-// for the resolver thread, which asks ARP or ND holding nothing.
+// for the resolver thread, which asks ARP or ND holding nothing. On a
+// device the daemon shares, a port the Cma binds is asked of the daemon
+// holding the CM lock: one round trip on the control socket, which the
+// daemon answers from its own thread, needing nothing of this process.
 
 #include <atomic>
 #include <chrono>
@@ -85,7 +88,7 @@ constexpr std::string_view name(GsiCounter c) {
   return {};
 }
 
-class Gsi final : private cm::MadSender, private transport::CqNotifier {
+class Gsi final : private cm::MadSender, private cm::HostPorts, private transport::CqNotifier {
  public:
   /// Hears of every turn of the CM, holding the CM lock: events may have
   /// been queued or taken (the ucma emulation makes its descriptors
@@ -211,6 +214,9 @@ class Gsi final : private cm::MadSender, private transport::CqNotifier {
   void end_turn(std::unique_lock<std::mutex>& lock);
   // MadSender: under the CM lock.
   void send_mad(const cm::OutMad& mad) override;
+  // HostPorts: the daemon's port spaces, under the CM lock.
+  int bind(std::uint32_t id, const Binding& b) override;
+  void unbind(std::uint32_t id) override;
   // CqNotifier: QP 1 received (engine thread, the engine held).
   void notify(transport::Cq& cq) override;
   void post_recv(std::uint32_t buffer);

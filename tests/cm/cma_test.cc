@@ -8,6 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <map>
+#include <set>
+#include <vector>
 
 #include "cm/cm_net.h"
 #include "cm/cma_peers.h"
@@ -136,6 +139,62 @@ TEST_F(CmaBind, AnEphemeralPortIsSharedByConnectionsToDifferentPeers) {
   EXPECT_TRUE(p4 == 40000 || p4 == 40001);
   EXPECT_NE(p4, p1);
   EXPECT_EQ(connect_to("10.77.0.2"), -EADDRNOTAVAIL);
+}
+
+// The host's port spaces as the daemon keeps them, seen by one program:
+// the ports other programs hold, and this program's bindings.
+class OtherPrograms : public HostPorts {
+ public:
+  int bind(std::uint32_t id, const Binding& b) override {
+    asked.push_back(b);
+    if (held.count(b.service_id)) return b.any ? EADDRNOTAVAIL : EADDRINUSE;
+    mine[id] = b;
+    return 0;
+  }
+  void unbind(std::uint32_t id) override { mine.erase(id); }
+  std::set<std::uint64_t> held;
+  std::map<std::uint32_t, Binding> mine;
+  std::vector<Binding> asked;
+};
+
+TEST_F(CmaBind, OnASharedDeviceAPortIsTakenOnlyIfTheHostHasIt) {
+  OtherPrograms host;
+  cma().set_host_ports(&host);
+  host.held.insert(service_id(PortSpace::kTcp, kServicePort));
+  const std::uint32_t x = id(), y = id();
+  // Expect: the host's refusal is rdma_bind_addr's, and the id stays IDLE.
+  EXPECT_EQ(cma().bind(x, a_, kServicePort), EADDRINUSE);
+  EXPECT_EQ(cma().query(x)->state, CmaState::kIdle);
+  EXPECT_TRUE(host.mine.empty());
+  // Expect: a port the host has is bound there too, on the id's terms.
+  ASSERT_EQ(cma().bind(x, a_, kServicePort + 1), 0);
+  ASSERT_EQ(host.mine.count(x), 1u);
+  EXPECT_EQ(host.mine[x].service_id, service_id(PortSpace::kTcp, kServicePort + 1));
+  EXPECT_EQ(host.mine[x].ip, a_);
+  EXPECT_FALSE(host.mine[x].any);
+  EXPECT_TRUE(host.mine[x].afonly);
+  EXPECT_FALSE(host.mine[x].ephemeral);
+  // Expect: the host is not asked for a port the Cma's own ids refuse.
+  host.asked.clear();
+  EXPECT_EQ(cma().bind(y, a_, kServicePort + 1), EADDRINUSE);
+  EXPECT_TRUE(host.asked.empty());
+  // Expect: the ephemeral ports other programs hold are passed over.
+  for (unsigned p = 32768; p <= 60999; ++p)
+    if (p != 40000) host.held.insert(service_id(PortSpace::kTcp, static_cast<std::uint16_t>(p)));
+  ASSERT_EQ(cma().bind(y, any4_, 0), 0);
+  EXPECT_EQ(cma().query(y)->src_port, 40000);
+  EXPECT_TRUE(host.mine[y].ephemeral);
+  EXPECT_TRUE(host.mine[y].any);
+  // Expect: REUSEADDR taken by a bound id reaches the host, and a listen
+  // asks the host again without it (a listener is alone on its port).
+  ASSERT_EQ(cma().set_reuseaddr(x, true), 0);
+  EXPECT_TRUE(host.mine[x].reuseaddr);
+  ASSERT_EQ(cma().listen(x, 8), 0);
+  EXPECT_FALSE(host.mine[x].reuseaddr);
+  // Expect: an id destroyed gives its port back to the host.
+  cma().destroy_id(x, 0);
+  cma().destroy_id(y, 0);
+  EXPECT_TRUE(host.mine.empty());
 }
 
 TEST_F(CmaBind, AnEmptyGidEntryIsNoAddressOfTheDevice) {

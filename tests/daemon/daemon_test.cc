@@ -32,6 +32,7 @@
 #include "port/shm_ring.h"
 #include "support/pipe_driver.h"
 #include "support/wire_samples.h"
+#include "verbs/gsi.h"
 #include "verbs_host.h"
 #include "wire/opcode.h"
 
@@ -317,6 +318,50 @@ TEST_F(Daemon, QpnsAreUniqueAcrossProgramsAndFreedWithTheirProgram) {
     EXPECT_GT(q->qpn(), 1u);
     EXPECT_EQ(of_b.count(q->qpn()), 0u) << "QPN " << q->qpn() << " is b's";
   }
+}
+
+// An rdma_cm id of `h`'s device bound to addr:port (after REUSEADDR if
+// `reuse`): the id and rdma_bind_addr's answer.
+std::pair<std::uint32_t, int> cm_bind(Host& h, const char* addr, std::uint16_t port,
+                                      bool reuse = false, cm::PortSpace ps = cm::PortSpace::kTcp) {
+  return h.dev->gsi().run([&](cm::Cma& cma, cm::Nanos) {
+    const std::uint32_t id =
+        cma.create_id(0, ps, ps == cm::PortSpace::kUdp ? cm::QpType::kUd : cm::QpType::kRc);
+    if (reuse) cma.set_reuseaddr(id, true);
+    return std::pair{id, cma.bind(id, *wire::IpAddr::parse(addr), port)};
+  });
+}
+
+TEST_F(Daemon, AnRdmaCmPortIsTheHostsAsWithTheKernel) {
+  auto a = attach();
+  auto b = attach();
+  ASSERT_TRUE(a && b);
+  // Expect: a port a bound is b's neither on that address (EADDRINUSE)
+  // nor on the any address (EADDRNOTAVAIL), as for two processes of a
+  // kernel host; the same port of the UDP space is another port.
+  const std::pair<std::uint32_t, int> ax = cm_bind(*a, "10.0.0.1", 7471);
+  ASSERT_EQ(ax.second, 0);
+  EXPECT_EQ(cm_bind(*b, "10.0.0.1", 7471).second, EADDRINUSE);
+  EXPECT_EQ(cm_bind(*b, "0.0.0.0", 7471).second, EADDRNOTAVAIL);
+  EXPECT_EQ(cm_bind(*b, "10.0.0.1", 7471, false, cm::PortSpace::kUdp).second, 0);
+  // Expect: REUSEADDR on both sides shares a port, but a listener must be
+  // alone on it, the other program's ids counted.
+  ASSERT_EQ(cm_bind(*a, "10.0.0.1", 7472, true).second, 0);
+  const std::pair<std::uint32_t, int> bl = cm_bind(*b, "10.0.0.1", 7472, true);
+  ASSERT_EQ(bl.second, 0);
+  EXPECT_EQ(b->dev->gsi().run([&](cm::Cma& cma, cm::Nanos) { return cma.listen(bl.first, 8); }),
+            EADDRINUSE);
+  // Expect: the port goes back to the host with the id that held it.
+  a->dev->gsi().run([&](cm::Cma& cma, cm::Nanos now) { cma.destroy_id(ax.first, now); });
+  EXPECT_EQ(cm_bind(*b, "10.0.0.1", 7471).second, 0);
+  // ... and every port of a program with the program.
+  auto c = attach();
+  ASSERT_TRUE(c);
+  ASSERT_EQ(cm_bind(*c, "0.0.0.0", 7473).second, 0);
+  EXPECT_EQ(cm_bind(*b, "10.0.0.1", 7473).second, EADDRNOTAVAIL);
+  c.reset();
+  ASSERT_TRUE(eventually([&] { return program_count() == 2; }));
+  EXPECT_EQ(cm_bind(*b, "10.0.0.1", 7473).second, 0);
 }
 
 TEST_F(Daemon, CountersMayBeReadWhileProgramsTakeAndGiveBackQpns) {

@@ -262,6 +262,41 @@ TEST_F(Uroced, TwoConnectionManagersOfOneHostEachGetTheirOwnConnections) {
   listener.wait(10s);
 }
 
+TEST_F(Uroced, APortOneProgramListensOnIsTheHostsUntilItEnds) {
+  // As on a kernel host, the rdma_cm's ports are the host's: a persistent
+  // rping server holds 7002 on host b's one device.
+  Child first(attached('b', "rping -s -P -a 10.77.0.2 -p 7002 -C 1 -V"), dir() + "/first.log");
+  // Until it listens a client is rejected; then it serves.
+  const auto connect = [&](const std::string& log) {
+    const auto end = std::chrono::steady_clock::now() + 30s;
+    int status = -1;
+    while (status != 0 && std::chrono::steady_clock::now() < end) {
+      Child client(attached('a', "rping -c -a 10.77.0.2 -p 7002 -C 1 -V"), dir() + "/" + log);
+      status = client.wait(30s);
+      if (status != 0) std::this_thread::sleep_for(200ms);
+    }
+    return status;
+  };
+  ASSERT_EQ(connect("client1.log"), 0) << first.output();
+  // Expect: a second program may bind the port neither on that address
+  // nor on the any address, with the kernel's errnos.
+  Child second(attached('b', "rping -s -a 10.77.0.2 -p 7002 -C 1"), dir() + "/second.log");
+  EXPECT_NE(second.wait(30s), 0);
+  EXPECT_NE(second.output().find("rdma_bind_addr: Address already in use"), std::string::npos)
+      << second.output();
+  Child any(attached('b', "rping -s -a 0.0.0.0 -p 7002 -C 1"), dir() + "/any.log");
+  EXPECT_NE(any.wait(30s), 0);
+  EXPECT_NE(any.output().find("rdma_bind_addr: Cannot assign requested address"), std::string::npos)
+      << any.output();
+  // Expect: the first serves on, and once it ended the port is free.
+  ASSERT_EQ(connect("client2.log"), 0) << first.output();
+  first.interrupt();
+  first.wait(20s);
+  Child third(attached('b', "rping -s -a 10.77.0.2 -p 7002 -C 1 -V"), dir() + "/third.log");
+  EXPECT_EQ(connect("client3.log"), 0) << third.output();
+  EXPECT_EQ(third.wait(20s), 0) << third.output();
+}
+
 TEST_F(Uroced, ACaptureOfTheDeviceDecodesAndPrometheusAgreesWithUroceStat) {
   // Host a's daemon again, this time serving Prometheus too.
   daemons_[0]->interrupt();
