@@ -106,5 +106,16 @@ TEST_F(Ucx, PerftestUcpTagLatencyOverRcAndUdVerbs) {
   expect_traffic(kIters);
 }
 
+TEST_F(Ucx, PerftestUcpTagBandwidthOverRcAndUdVerbs) {
+  perftest("-t tag_bw -s 65536 -n " + std::to_string(kIters) + " -w 100",
+           "UCX_TLS=rc_verbs,ud_verbs,self");
+  // 64 KiB messages, eager or rendezvous (the receiver READs them): either
+  // way the sender's device sends each in 64 packets of 1024 bytes.
+  EXPECT_GE(test::sum_matching(counters('a'), "sent_pkts"), 64ull * kIters)
+      << slurp(dir() + "/a.stats");
+  EXPECT_GE(test::sum_matching(counters('b'), "rcvd_pkts"), 64ull * kIters)
+      << slurp(dir() + "/b.stats");
+}
+
 }  // namespace
 }  // namespace uroce
