@@ -268,8 +268,13 @@ int Qp::post_send(const SendWr& wr) {
 
 int Qp::post_recv(const RecvWr& wr) {
   if (rq_ != &own_rq_) return EINVAL;  // the QP takes from an SRQ
-  if (state() == QpState::kReset) return EINVAL;
-  return own_rq_.post(wr);
+  const QpState s = state();
+  if (s == QpState::kReset) return EINVAL;
+  const int ret = own_rq_.post(wr);
+  // In the error state a receive WR is flushed as soon as it is posted
+  // (IBA 10.3.1; rxe's responder flushes it): the engine must hear of it.
+  if (ret == 0 && s == QpState::kErr) ring_doorbell();
+  return ret;
 }
 
 bool Qp::retire_head(WcStatus status) {
@@ -412,7 +417,9 @@ std::uint32_t Qp::transmit(TxSink& sink, std::uint32_t budget, Nanos now) {
 
 bool Qp::has_work(Nanos now) const {
   const QpState s = state();
-  if (s == QpState::kErr) return sq_head_.load(std::memory_order_relaxed) != sq_tail();
+  if (s == QpState::kErr)
+    return sq_head_.load(std::memory_order_relaxed) != sq_tail() ||
+           (rq_ == &own_rq_ && !own_rq_.empty());
   if (jobs_count_ > 0) return true;
   if (s != QpState::kRts) return false;
   if (req_.wqe == sq_tail()) return false;

@@ -143,6 +143,33 @@ TEST(Engine, OnlyQpsWithWorkTakeTurns) {
   for (auto& q : idle) a.engine.detach(q->qpn());
 }
 
+// Expect: a receive WR posted to a QP in the error state completes at once
+// with IBV_WC_WR_FLUSH_ERR, on the doorbell the post rings.
+TEST(Engine, AReceivePostedInTheErrorStateIsFlushed) {
+  Host a(kMacA, kIpA), b(kMacB, kIpB);
+  test::PipePort::join(a.port, b.port);
+  connect(a, b, 0x4242, 0x7373);
+  QpAttr err;
+  err.qp_state = QpState::kErr;
+  ASSERT_EQ(b.qp->modify(err, transport::attr_mask::kState, now_ns()), 0);
+  ASSERT_TRUE(run(a, b, [&] { return !b.qp->has_work(now_ns()); }));
+  std::vector<std::uint8_t> buf(64);
+  const auto key = b.memory.reg(buf.data(), buf.size(), kAll);
+  transport::RecvWr r;
+  r.wr_id = 77;
+  r.num_sge = 1;
+  r.sg_list[0] = {reinterpret_cast<std::uint64_t>(buf.data()), 64, key};
+  ASSERT_EQ(b.qp->post_recv(r), 0);
+  ASSERT_TRUE(run(
+      a, b, [&] { return b.rcq.size() >= 1; }, 10))
+      << "the receive WR stays queued";
+  transport::Wc wc;
+  ASSERT_EQ(b.rcq.poll(&wc, 1), 1u);
+  EXPECT_EQ(wc.wr_id, 77u);
+  EXPECT_EQ(wc.status, transport::WcStatus::kWrFlushErr);
+  EXPECT_EQ(b.engine.counters().get(EngineCounter::kTxSchedRescued), 0u);
+}
+
 TEST(Engine, BadFramesAreDroppedAndCountedAndTouchNothingOutsideRegisteredMemory) {
   Host a(kMacA, kIpA), b(kMacB, kIpB);
   test::PipePort::join(a.port, b.port);
