@@ -420,7 +420,9 @@ bool Qp::has_work(Nanos now) const {
   if (s == QpState::kErr)
     return sq_head_.load(std::memory_order_relaxed) != sq_tail() ||
            (rq_ == &own_rq_ && !own_rq_.empty());
-  if (jobs_count_ > 0) return true;
+  // A fatal NAK sent: the next turn takes the QP to the error state
+  // (responder_send_one), even when the NAK used the last of a turn.
+  if (jobs_count_ > 0 || resp_.fatal) return true;
   if (s != QpState::kRts) return false;
   if (req_.wqe == sq_tail()) return false;
   if (comp_.rnr_until != 0 && now < comp_.rnr_until) return false;

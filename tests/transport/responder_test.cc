@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 
-
 #include "transport/qp_harness.h"
 
 namespace uroce::transport::test_qp {
@@ -148,6 +147,19 @@ TEST_F(QpTest, ResponderNaksABadRkeyWithRemoteAccessErrorAndEntersError) {
   EXPECT_EQ(pop().ext.aeth.syndrome, AethSyndrome::nak(NakCode::kRemoteAccessError));
   EXPECT_EQ(qp_->state(), QpState::kErr);
   EXPECT_EQ(dst[0], 0) << "nothing written";
+}
+
+TEST_F(QpTest, AFatalNakThatTakesTheLastOfATurnStillEndsTheQp) {
+  std::vector<std::uint8_t> dst(64);
+  const auto rkey = mem_.reg(dst.data(), dst.size(), access::kRemoteRead);  // no write
+  deliver(Opcode::kRcRdmaWriteOnly, kPeerPsn, reth(dst.data(), rkey, 8), bytes(8), true);
+  // A turn of one packet: the NAK. The QP must still want a turn, and
+  // take it to the error state.
+  ASSERT_EQ(qp_->transmit(sink_, 1, 0), 1u);
+  EXPECT_EQ(pop().ext.aeth.syndrome, AethSyndrome::nak(NakCode::kRemoteAccessError));
+  EXPECT_TRUE(qp_->has_work(0));
+  qp_->transmit(sink_, 1, 0);
+  EXPECT_EQ(qp_->state(), QpState::kErr);
 }
 
 TEST_F(QpTest, ResponderNaksWhatTheQpsAccessFlagsDoNotEnable) {
