@@ -160,8 +160,9 @@ int Cma::set_reuseaddr(std::uint32_t n, bool reuse) {
   // rdma_set_reuseaddr: a listener may drop it but not take it.
   if ((reuse && id->state != CmaState::kListen) || id->state == CmaState::kIdle) {
     id->reuseaddr = reuse;
-    // A bound id's terms change on the host too; the port stays its own.
-    if (id->bound) host_bind(*id, id->src.port, reuse, id->ephemeral);
+    // A bound id's terms change on the host too. Taking REUSEADDR only
+    // loosens them, so the host cannot refuse.
+    host_rebind(*id);
     return 0;
   }
   return EINVAL;
@@ -172,6 +173,7 @@ int Cma::set_afonly(std::uint32_t n, bool afonly) {
   if (!id || (id->state != CmaState::kIdle && id->state != CmaState::kAddrBound)) return EINVAL;
   id->afonly = afonly;
   id->afonly_set = true;
+  host_rebind(*id);
   return 0;
 }
 
@@ -218,7 +220,7 @@ int Cma::listen(std::uint32_t n, int backlog) {
   // A listener must be alone on its address, REUSEADDR or not.
   if (id->reuseaddr) {
     int ret = check_port(*id, false);
-    if (ret == 0) ret = host_bind(*id, id->src.port, false, id->ephemeral);
+    if (ret == 0) ret = host_bind(*id, id->src.port, false, false);
     if (ret) return ret;
     id->reuseaddr = false;
   }
@@ -269,7 +271,10 @@ int Cma::resolve_addr(std::uint32_t n, std::optional<IpAddr> src, const IpAddr& 
 int Cma::addr_resolved(std::uint32_t n, const ResolvedAddr& r) {
   Id* id = find(n);
   if (!id || id->state != CmaState::kAddrQuery) return EINVAL;
-  if (is_any(id->src.ip) && r.src_ip) id->src.ip = *r.src_ip;
+  if (is_any(id->src.ip) && r.src_ip) {
+    id->src.ip = *r.src_ip;
+    host_rebind(*id);  // the kernel's bind list holds the id, address and all
+  }
   CmaEvent e;
   if (is_any(id->src.ip) || !is_device_ip(id->src.ip)) {
     // cma_acquire_dev_by_src_ip found no device with that address.

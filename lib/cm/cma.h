@@ -239,7 +239,8 @@ class HostPorts {
   };
   virtual ~HostPorts() = default;
   /// Binds id `id` on the host (again, with new terms, if it holds the
-  /// port already): 0, or EADDRINUSE / EADDRNOTAVAIL.
+  /// port already): 0, or EADDRINUSE / EADDRNOTAVAIL (EACCES for a port
+  /// below 1024 the program's user may not bind).
   virtual int bind(std::uint32_t id, const Binding& b) = 0;
   virtual void unbind(std::uint32_t id) = 0;
 };
@@ -412,7 +413,6 @@ class Cma {
     QpControl* qp = nullptr;
     std::uint32_t ib_id = 0;  ///< IB CM id, 0 when none
     bool bound = false;       ///< holds a port in bind_lists_
-    bool ephemeral = false;   ///< the port was picked, not asked for
     std::optional<wire::MacAddr> dst_mac;
     std::uint8_t hop_limit = 64;
     std::optional<PathRecord> route;
@@ -449,6 +449,9 @@ class Cma {
   /// Asks the host's port spaces for `port` on the id's terms: 0 when
   /// there are none.
   int host_bind(const Id& id, std::uint16_t port, bool reuseaddr, bool ephemeral);
+  /// The id's terms changed (REUSEADDR, AF-only, the source address
+  /// resolved): the host's bind list holds the new ones.
+  void host_rebind(const Id& id);
   void release_port(Id& id);
   std::vector<std::uint8_t> with_ip_cm_hdr(const Id& id, std::span<const std::uint8_t> user) const;
   int set_qkey(Id& id, std::uint32_t qkey);

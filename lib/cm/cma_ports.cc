@@ -30,6 +30,11 @@ int Cma::host_bind(const Id& id, std::uint16_t port, bool reuseaddr, bool epheme
   return host_ports_->bind(id.id, b);
 }
 
+void Cma::host_rebind(const Id& id) {
+  // New terms for a port the id holds: only a first pick must be free.
+  if (id.bound) (void)host_bind(id, id.src.port, id.reuseaddr, false);
+}
+
 void Cma::release_port(Id& id) {
   if (!id.bound) return;
   if (host_ports_) host_ports_->unbind(id.id);
@@ -88,7 +93,6 @@ int Cma::alloc_any_port(Id& id) {
     if (rover != last_used_port_ && port_is_unique(id, port) &&
         host_bind(id, port, id.reuseaddr, true) == 0) {
       bind_port(id, port);
-      id.ephemeral = true;
       last_used_port_ = port;
       return 0;
     }
@@ -98,8 +102,10 @@ int Cma::alloc_any_port(Id& id) {
 }
 
 int Cma::use_port(Id& id) {
-  // Ports below 1024 are not checked for privilege: lib/cm is a library in
-  // the program's own process, not the kernel guarding a shared space.
+  // Ports below 1024 are not checked for privilege here: in-process, the
+  // port space is the program's own. On a shared device the daemon checks
+  // (EACCES for a user other than root, as cma_use_port answers a caller
+  // without CAP_NET_BIND_SERVICE).
   int ret = check_port(id, id.reuseaddr);
   if (ret == 0) ret = host_bind(id, id.src.port, id.reuseaddr, false);
   if (ret == 0) bind_port(id, id.src.port);

@@ -46,7 +46,7 @@ std::unique_ptr<AttachedPort> AttachedPort::open(const std::string& socket,
   ri.mtu = info.mtu;
   ri.speed_mbps = info.speed_mbps;
   return std::unique_ptr<AttachedPort>(
-      new AttachedPort(sock, std::make_unique<port::RingPort>(std::move(rings), ri)));
+      new AttachedPort(socket, sock, std::make_unique<port::RingPort>(std::move(rings), ri)));
 }
 
 AttachedPort::~AttachedPort() {
@@ -95,25 +95,42 @@ void AttachedPort::set_cm_services(const std::vector<std::uint64_t>& service_ids
 int AttachedPort::bind_cm_port(std::uint32_t key, std::uint64_t service_id, const wire::IpAddr& ip,
                                unsigned flags) {
   std::lock_guard lock(call_mu_);
+  if (!keeps_cm_ports()) return 0;
   Message req;
   req.op = Op::kCmBind;
   req.value = key;
-  char sid[24];
-  std::snprintf(sid, sizeof(sid), "%llx", static_cast<unsigned long long>(service_id));
-  req.text = std::string(sid) + " " + ip.to_string() + " " + std::to_string(flags);
+  req.text = format_cm_binding(service_id, ip, flags);
   Message reply;
-  // A daemon gone has failed the device; an older one keeps no ports.
+  // A daemon gone has failed the device already.
   if (!call(sock_, req, &reply) || reply.op != Op::kDone) return 0;
   return static_cast<int>(reply.value);
 }
 
 void AttachedPort::unbind_cm_port(std::uint32_t key) {
   std::lock_guard lock(call_mu_);
+  if (!keeps_cm_ports()) return;
   Message req;
   req.op = Op::kCmUnbind;
   req.value = key;
   Message reply;
   call(sock_, req, &reply);
+}
+
+bool AttachedPort::keeps_cm_ports() {
+  // A daemon from before the host's port spaces hangs up on kCmBind, and
+  // with it on the program's hold on the device: ask it once, on a
+  // connection of its own, a request it answers kError when it knows
+  // the op (this connection is not attached) and hangs up on otherwise.
+  if (keeps_cm_ports_) return *keeps_cm_ports_;
+  const int probe = connect_daemon(socket_);
+  Message req;
+  req.op = Op::kCmUnbind;
+  Message reply;
+  keeps_cm_ports_ = probe >= 0 && call(probe, req, &reply);
+  if (probe >= 0) close(probe);
+  if (!*keeps_cm_ports_)
+    log::get().warn("uroced on {} keeps no rdma_cm ports: this program's are its own", socket_);
+  return *keeps_cm_ports_;
 }
 
 bool AttachedPort::failed() const {

@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "port/port.h"
@@ -48,16 +49,21 @@ class AttachedPort final : public port::Port {
   /// Whether the daemon hung up.
   bool failed() const override;
   void set_cm_services(const std::vector<std::uint64_t>& service_ids) override;
-  /// An older daemon, which keeps no port spaces, answers kError: the
-  /// program's ports are then its own, as before.
+  /// With a daemon from before the host's port spaces the program's
+  /// ports are its own, as they were then.
   int bind_cm_port(std::uint32_t key, std::uint64_t service_id, const wire::IpAddr& ip,
                    unsigned flags) override;
   void unbind_cm_port(std::uint32_t key) override;
 
  private:
-  AttachedPort(int sock, std::unique_ptr<port::RingPort> ring)
-      : sock_(sock), ring_(std::move(ring)) {}
+  AttachedPort(std::string socket, int sock, std::unique_ptr<port::RingPort> ring)
+      : socket_(std::move(socket)), sock_(sock), ring_(std::move(ring)) {}
+  /// Whether the daemon keeps the host's rdma_cm port spaces (asked once;
+  /// under call_mu_).
+  bool keeps_cm_ports();
+  const std::string socket_;
   const int sock_;
+  std::optional<bool> keeps_cm_ports_;
   std::unique_ptr<port::RingPort> ring_;
   std::mutex call_mu_;  ///< one request at a time on the socket
 };

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -169,6 +170,30 @@ bool parse_port_info(const std::string& text, PortInfo* out) {
   }
   out->mtu = mtu;
   out->speed_mbps = speed;
+  return true;
+}
+
+std::string format_cm_binding(std::uint64_t service_id, const wire::IpAddr& ip, unsigned flags) {
+  char sid[24];
+  std::snprintf(sid, sizeof(sid), "%llx", static_cast<unsigned long long>(service_id));
+  return std::string(sid) + " " + ip.to_string() + " " + std::to_string(flags);
+}
+
+bool parse_cm_binding(std::string_view text, std::uint64_t* service_id, wire::IpAddr* ip,
+                      unsigned* flags) {
+  const std::size_t a = text.find(' ');
+  const std::size_t b = a == std::string_view::npos ? a : text.find(' ', a + 1);
+  if (b == std::string_view::npos) return false;
+  // Each field whole, digits only (from_chars takes no sign, space or 0x).
+  const auto whole = [](std::string_view f, auto* v, int base) {
+    const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), *v, base);
+    return !f.empty() && ec == std::errc{} && end == f.data() + f.size();
+  };
+  const auto parsed = wire::IpAddr::parse(text.substr(a + 1, b - a - 1));
+  if (!whole(text.substr(0, a), service_id, 16) || !parsed ||
+      !whole(text.substr(b + 1), flags, 10) || (*flags & ~0xfu) != 0)
+    return false;
+  *ip = *parsed;
   return true;
 }
 

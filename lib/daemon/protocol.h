@@ -18,7 +18,8 @@
 //            program's CM listens on now  ->   kDone
 //   kCmBind  value: key (an rdma_cm id), text: "<ServiceID hex> <ip> <flags>"
 //            (port::Port::CmBindFlags), a port the program's CM binds
-//                           ->   kDone     value: 0, EADDRINUSE or EADDRNOTAVAIL
+//                           ->   kDone     value: 0, EADDRINUSE, EADDRNOTAVAIL
+//                                          or EACCES
 //   kCmUnbind value: key    ->   kDone
 //   any                     ->   kError    value: errno, text: why
 //   kCapture text: device   ->   kDone     text: the device ("": the first)
@@ -43,6 +44,8 @@
 #include <cstdint>
 #include <string>
 
+#include "wire/ip.h"
+
 namespace uroce::daemon {
 
 inline constexpr std::uint32_t kProtocolVersion = 1;
@@ -64,8 +67,9 @@ enum class Op : std::uint32_t {
   kCmServices,
   kCapture,
   kFrame,
-  // uroce link's, added after version 1's: programs of either age speak
-  // to a daemon of either (an older daemon answers these kError).
+  // uroce link's, added after version 1's. A daemon older than an op
+  // hangs up on it (recv_message refuses it): a program asks only a daemon
+  // it knows has the op (AttachedPort probes).
   kLinkAdd,
   kLinkDelete,
   kLinkShow,
@@ -117,5 +121,12 @@ struct PortInfo {
 };
 std::string format_port_info(const PortInfo& p);
 bool parse_port_info(const std::string& text, PortInfo* out);
+
+/// A kCmBind's text, "<ServiceID hex> <ip> <flags>" (flags decimal,
+/// port::Port::CmBindFlags), and back: false for anything else, flags
+/// past the known ones included.
+std::string format_cm_binding(std::uint64_t service_id, const wire::IpAddr& ip, unsigned flags);
+bool parse_cm_binding(std::string_view text, std::uint64_t* service_id, wire::IpAddr* ip,
+                      unsigned* flags);
 
 }  // namespace uroce::daemon

@@ -387,18 +387,15 @@ bool Server::serve(Conn& c) {
     }
     case Op::kCmBind: {
       if (!c.program) return reply(Op::kError, EINVAL, "not attached");
-      // "<ServiceID hex> <ip> <flags>"
-      const std::size_t a = m.text.find(' ');
-      const std::size_t b = a == std::string::npos ? a : m.text.find(' ', a + 1);
-      if (b == std::string::npos) return reply(Op::kError, EINVAL, "not a binding");
-      char* end = nullptr;
-      const std::uint64_t sid = std::strtoull(m.text.c_str(), &end, 16);
-      const auto ip = wire::IpAddr::parse(std::string_view(m.text).substr(a + 1, b - a - 1));
-      const unsigned long flags = std::strtoul(m.text.c_str() + b + 1, &end, 10);
-      if (!ip || *end != '\0' || end == m.text.c_str() + b + 1)
+      std::uint64_t sid = 0;
+      wire::IpAddr ip;
+      unsigned flags = 0;
+      if (!parse_cm_binding(m.text, &sid, &ip, &flags))
         return reply(Op::kError, EINVAL, "not a binding");
-      return reply(Op::kDone, static_cast<std::uint32_t>(c.sw->bind_cm_port(
-                                  *c.program, m.value, sid, *ip, static_cast<unsigned>(flags))));
+      // cma_use_port: a port below 1024 is for a privileged user only.
+      if ((sid & 0xffff) < 1024 && c.uid != 0) return reply(Op::kDone, EACCES);
+      return reply(Op::kDone, static_cast<std::uint32_t>(
+                                  c.sw->bind_cm_port(*c.program, m.value, sid, ip, flags)));
     }
     case Op::kCmUnbind:
       if (!c.program) return reply(Op::kError, EINVAL, "not attached");

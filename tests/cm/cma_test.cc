@@ -191,6 +191,20 @@ TEST_F(CmaBind, OnASharedDeviceAPortIsTakenOnlyIfTheHostHasIt) {
   EXPECT_TRUE(host.mine[x].reuseaddr);
   ASSERT_EQ(cma().listen(x, 8), 0);
   EXPECT_FALSE(host.mine[x].reuseaddr);
+  // Expect: new terms of a picked port are no new pick (the host may let
+  // others share it now); AF-only changed and a source address resolved
+  // reach the host as the kernel's bind list would hold them.
+  ASSERT_EQ(cma().set_reuseaddr(y, true), 0);
+  EXPECT_FALSE(host.mine[y].ephemeral);
+  EXPECT_TRUE(host.mine[y].reuseaddr);
+  ASSERT_EQ(cma().set_afonly(y, false), 0);
+  EXPECT_FALSE(host.mine[y].afonly);
+  ASSERT_EQ(cma().resolve_addr(y, std::nullopt, *IpAddr::parse("10.77.0.9"), 5000), 0);
+  ResolvedAddr r;
+  r.src_ip = a_;
+  ASSERT_EQ(cma().addr_resolved(y, r), 0);
+  EXPECT_EQ(host.mine[y].ip, a_);
+  EXPECT_FALSE(host.mine[y].any);
   // Expect: an id destroyed gives its port back to the host.
   cma().destroy_id(x, 0);
   cma().destroy_id(y, 0);

@@ -420,6 +420,17 @@ TEST_F(Daemon, AConnectionGetsOnlyWhatItMayAskFor) {
   EXPECT_EQ(r.value, std::uint32_t{EINVAL});
   r = ask(Op::kQpn, 5);
   EXPECT_EQ(r.op, Op::kError) << "a reply is no request";
+  // Bindings that are not one: each field whole, no unknown flag.
+  for (const char* text : {"", "1061b2f", "1061b2f 10.0.0.1", "zz 10.0.0.1 0",
+                           "1061b2f 10.0.0.1 -1", "1061b2f 10.0.0.1 16", "0x1061b2f 10.0.0.1 0",
+                           "1061b2f 10.0.0 0", "1061b2f  10.0.0.1 0", "1061b2f 10.0.0.1 0 "}) {
+    r = ask(Op::kCmBind, 9, text);
+    EXPECT_EQ(r.op, Op::kError) << "'" << text << "'";
+    EXPECT_EQ(r.value, std::uint32_t{EINVAL}) << "'" << text << "'";
+  }
+  r = ask(Op::kCmBind, 9, "1061b2f 10.0.0.1 0");
+  EXPECT_EQ(r.op, Op::kDone);
+  EXPECT_EQ(r.value, 0u);
   EXPECT_EQ(program_count(), 2u);
   EXPECT_EQ(program_counters().front().at("qps"), 1u) << "a keeps its QPN";
   close(s);

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <memory>
@@ -295,6 +296,15 @@ TEST_F(Uroced, APortOneProgramListensOnIsTheHostsUntilItEnds) {
   Child third(attached('b', "rping -s -a 10.77.0.2 -p 7002 -C 1 -V"), dir() + "/third.log");
   EXPECT_EQ(connect("client3.log"), 0) << third.output();
   EXPECT_EQ(third.wait(20s), 0) << third.output();
+  // Expect: a port below 1024 is root's, as the kernel keeps it from a
+  // user without CAP_NET_BIND_SERVICE.
+  ASSERT_EQ(chmod(dir().c_str(), 0777), 0);
+  Child low("ip netns exec " + bed_.ns('b') + " setpriv --reuid=4242 --regid=4242 --clear-groups " +
+                bed_.attached_run('b', "rping -s -a 10.77.0.2 -p 500 -C 1"),
+            dir() + "/low.log");
+  EXPECT_NE(low.wait(30s), 0);
+  EXPECT_NE(low.output().find("rdma_bind_addr: Permission denied"), std::string::npos)
+      << low.output();
 }
 
 TEST_F(Uroced, ACaptureOfTheDeviceDecodesAndPrometheusAgreesWithUroceStat) {
