@@ -57,7 +57,10 @@ bool own_user_namespace(std::string* error) {
   const uid_t uid = geteuid();
   const gid_t gid = getegid();
   if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
-    failed("a user and mount namespace of its own", error);
+    failed(
+        "a user and mount namespace of its own (are unprivileged user namespaces off? "
+        "kernel.unprivileged_userns_clone, user.max_user_namespaces)",
+        error);
     return false;
   }
   // The kernel takes a gid map from an unprivileged writer only once it

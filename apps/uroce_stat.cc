@@ -7,7 +7,9 @@
 //
 // Each uroce process serves its counters on a Unix socket in the stats
 // directory ($UROCE_STATS_DIR, else $XDG_RUNTIME_DIR/uroce, else
-// /tmp/uroce). Without PIDs, every process found there is shown. Zero
+// /tmp/uroce for root and /tmp/uroce-<uid> for another user: root's
+// uroce-stat sees other users' programs with UROCE_STATS_DIR pointing
+// there). Without PIDs, every process found there is shown. Zero
 // counters are left out unless --all is given.
 //
 // capture asks uroced (on [daemon] socket, or PATH) for every frame of

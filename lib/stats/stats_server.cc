@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "stats/stats_server.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 // Boost 1.74 asio uses std::exchange without including <utility> in C++20.
@@ -57,6 +58,17 @@ bool StatsServer::start() {
   const std::string dir = stats_dir();
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
+  if (const uid_t uid = geteuid(); uid != 0 && dir == "/tmp/uroce-" + std::to_string(uid)) {
+    // A name in /tmp anyone may take first: serve only from a directory
+    // that is this user's alone, not a link to elsewhere.
+    struct stat st {};
+    chmod(dir.c_str(), 0700);
+    if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid ||
+        (st.st_mode & 077) != 0) {
+      log::get().warn("stats endpoint: {} is not this user's own directory", dir);
+      return false;
+    }
+  }
   path_ = dir + "/" + std::to_string(getpid()) + ".sock";
   ::unlink(path_.c_str());
   impl_ = std::make_unique<Impl>();

@@ -3,7 +3,8 @@
 
 // The stats endpoint: each uroce process serves its counters on a Unix
 // socket, <dir>/<pid>.sock, where dir is $UROCE_STATS_DIR or
-// $XDG_RUNTIME_DIR/uroce or /tmp/uroce. A client connects and reads until
+// $XDG_RUNTIME_DIR/uroce or /tmp/uroce (root) or /tmp/uroce-<uid>
+// (another user, a directory of mode 0700). A client connects and reads until
 // the server closes; each line is
 //
 //   <device> <scope> <counter> <value>

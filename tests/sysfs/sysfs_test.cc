@@ -193,7 +193,8 @@ TEST_F(Sysfs, TheTreeIsTheProgramsAlone) {
 }
 
 TEST_F(Sysfs, AUserOtherThanRootGetsTheTreeToo) {
-  // The device is root's daemon's; the program runs as nobody, whom the
+  // The device is root's daemon's; the program runs as user 4242 (not the
+  // kernel's overflow id, which an unmapped user would read as), whom the
   // kernel refuses a mount namespace alone, so uroce-run makes it a user
   // namespace around one.
   std::unique_ptr<Child> daemon = bed_.start_daemon('a');
@@ -208,14 +209,14 @@ TEST_F(Sysfs, AUserOtherThanRootGetsTheTreeToo) {
   }
   std::string cmd = bed_.attached_run('a', "sh " + script);
   cmd.replace(cmd.find(" -- sh "), 7, " --sysfs -- sh ");
-  Child c("ip netns exec " + bed_.ns('a') + " setpriv --reuid=65534 --regid=65534 --clear-groups " +
-              cmd,
-          bed_.dir() + "/nobody.log");
+  Child c(
+      "ip netns exec " + bed_.ns('a') + " setpriv --reuid=4242 --regid=4242 --clear-groups " + cmd,
+      bed_.dir() + "/nobody.log");
   ASSERT_EQ(c.wait(60s), 0) << c.output();
   const std::string out = c.output();
-  // Expect: still nobody, with no capability left to the program, and the
-  // device in the tree as root's programs see it.
-  EXPECT_EQ(out.rfind("65534\n65534\n", 0), 0u) << out;
+  // Expect: still user 4242, with no capability left to the program, and
+  // the device in the tree as root's programs see it.
+  EXPECT_EQ(out.rfind("4242\n4242\n", 0), 0u) << out;
   EXPECT_NE(out.find("CapEff:\t0000000000000000"), std::string::npos) << out;
   EXPECT_NE(out.find("CA 'uroce0'"), std::string::npos) << out;
   EXPECT_TRUE(std::regex_search(out, std::regex("State: Active"))) << out;
