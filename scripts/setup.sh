@@ -43,6 +43,9 @@ packages=(
   # what users would use instead, for the side-by-side benchmarks
   # (dpdk-dev has dpdk-testpmd, the forwarder uroce-switch is measured against)
   iperf3 sockperf dpdk-dev
+  # instructions per packet (bench/datapath_cost.sh): callgrind, where a
+  # virtual machine has no hardware counters for perf
+  valgrind
 )
 
 apt-get update -q

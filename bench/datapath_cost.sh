@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# The datapath's instructions per packet, beyond the copy and the CRC:
+# datapath_cost (two engines joined in memory, one thread) under
+# callgrind, which counts the instructions of the transfer alone. A
+# virtual machine has no hardware counters for perf stat; callgrind counts
+# the same instructions everywhere, the same on every run.
+#   - total: every instruction of the transfer, both engines, divided by
+#     the data packets (the ACKs the responder sends are part of what a
+#     data packet costs);
+#   - copy: memcpy/memmove (the payload into frames and out of them);
+#   - CRC: the CRC-32 kernels (ISA-L's crc32_gzip_refl under the ICRC);
+#   - the rest is the datapath's own: posting, the transport, building
+#     and parsing headers, the ICRC's masking, the port, completions.
+# Also the rate of the same transfer on one core, without callgrind.
+# Run after building: bench/datapath_cost.sh [BUILD_DIR] [WRITES]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build=${1:-build}
+writes=${2:-20000}
+bin="$build/bin/datapath_cost"
+command -v valgrind >/dev/null || {
+  echo "datapath_cost: valgrind is not installed (scripts/setup.sh installs it)" >&2
+  exit 1
+}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+result() { awk -v k="$2" '$1 == "result" && $2 == k { print $3 }' "$1"; }
+
+printf '%-8s %9s %9s %9s %9s %9s %9s %13s\n' size packets total port copy crc datapath "Mpps, 1 core"
+for size in 64 1024 4096; do
+  # At full speed first: the rate, and the time an iteration of the loop
+  # takes, which the engines' virtual time then advances by under callgrind.
+  "$bin" --size "$size" --count $((writes * 10)) >"$work/rate.$size"
+  step=$(result "$work/rate.$size" ns_per_iteration)
+  valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/cg.$size" \
+    "$bin" --size "$size" --count "$writes" --step-ns "$step" >"$work/out.$size" 2>"$work/vg.$size"
+  packets=$(result "$work/out.$size" data_packets)
+  # callgrind_annotate lists "N (pct)  file:function [object]" per
+  # function: self cost, and inclusive cost for the port's entry points.
+  callgrind_annotate --threshold=100 "$work/cg.$size" >"$work/self.$size"
+  callgrind_annotate --threshold=100 --inclusive=yes "$work/cg.$size" >"$work/incl.$size"
+  port=$(awk 'function n(x) { gsub(",", "", x); return x + 0 }
+    /PipePort::(tx_alloc|tx_burst|rx_burst|rx_release)\(/ { s += n($1) } END { print s + 0 }' \
+    "$work/incl.$size")
+  awk -v p="$packets" -v s="$size" -v port="$port" -v mpps="$(result "$work/rate.$size" mpps)" '
+    function n(x) { gsub(",", "", x); return x + 0 }
+    /PROGRAM TOTALS/ { total = n($1) }
+    /^ *[0-9,]+ / && !/PROGRAM TOTALS/ {
+      if ($0 ~ /mem(cpy|move)/) copy += n($1)
+      else if ($0 ~ /crc32|libisal/) crc += n($1)
+    }
+    END {
+      printf "%-8s %9d %9.0f %9.0f %9.0f %9.0f %9.0f %13.2f\n", s " B", p, total / p, port / p,
+        copy / p, crc / p, (total - port - copy - crc) / p, mpps
+    }' "$work/self.$size"
+done
+echo "(instructions per data packet, the ACKs it takes included; port: the"
+echo "in-memory pipe that stands in for a NIC, its allocations included;"
+echo "datapath: all the rest but the copy and the CRC; goal 300 or fewer)"
