@@ -268,13 +268,17 @@ int Qp::post_send(const SendWr& wr) {
 
 int Qp::post_recv(const RecvWr& wr) {
   if (rq_ != &own_rq_) return EINVAL;  // the QP takes from an SRQ
-  const QpState s = state();
-  if (s == QpState::kReset) return EINVAL;
+  if (state() == QpState::kReset) return EINVAL;
   const int ret = own_rq_.post(wr);
+  if (ret != 0) return ret;
   // In the error state a receive WR is flushed as soon as it is posted
   // (IBA 10.3.1; rxe's responder flushes it): the engine must hear of it.
-  if (ret == 0 && s == QpState::kErr) ring_doorbell();
-  return ret;
+  // The state is read after the WR is published, a full fence between,
+  // paired with enter_error's: either the engine's flush sees the WR, or
+  // this sees the error state and rings.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (state() == QpState::kErr) ring_doorbell();
+  return 0;
 }
 
 bool Qp::retire_head(WcStatus status) {
@@ -329,6 +333,9 @@ void Qp::lost_completion() {
 
 void Qp::enter_error() {
   state_.store(QpState::kErr, std::memory_order_release);
+  // Paired with post_recv's: a receive WR posted while this runs is
+  // either flushed below or rings the doorbell.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   attr_.qp_state = QpState::kErr;
   comp_.rto_deadline = 0;
   comp_.rnr_until = 0;

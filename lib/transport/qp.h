@@ -124,7 +124,8 @@ class Qp {
   /// window is closed, the gate says wait, or there is nothing to send.
   std::uint32_t transmit(TxSink& sink, std::uint32_t budget, Nanos now);
 
-  /// True when transmit() would send something now.
+  /// True when transmit() would do something now: send, flush the queues
+  /// in the error state, or take the QP to it after a fatal NAK.
   bool has_work(Nanos now) const;
 
   /// The next time on_timer() must run (local ACK timeout, RNR wait, gate
