@@ -26,7 +26,9 @@
 
 #if __has_include(<valgrind/callgrind.h>)
 #include <valgrind/callgrind.h>
+constexpr int kInstrumented = 1;
 #else
+constexpr int kInstrumented = 0;
 #define CALLGRIND_ZERO_STATS
 #define CALLGRIND_START_INSTRUMENTATION
 #define CALLGRIND_STOP_INSTRUMENTATION
@@ -71,6 +73,10 @@ int main(int argc, char** argv) {
   Host a(kMacA, kIpA), b(kMacB, kIpB);
   test::PipePort::join(a.port, b.port);
   connect(a, b, 0x4242, 0x7373);
+  if (::testing::Test::HasFatalFailure() || a.qp->state() != QpState::kRts) {
+    std::fprintf(stderr, "datapath_cost: the QPs did not connect\n");
+    return 1;
+  }
   std::vector<std::uint8_t> src(size, 0x5a), dst(size, 0);
   const auto lkey = a.memory.reg(src.data(), src.size(), kAll);
   const auto rkey = b.memory.reg(dst.data(), dst.size(), kAll);
@@ -119,6 +125,7 @@ int main(int argc, char** argv) {
   }
   const std::uint64_t data = a.engine.counters().get(EngineCounter::kTxFrames);
   const std::uint64_t acks = b.engine.counters().get(EngineCounter::kTxFrames);
+  std::printf("result instrumented %d\n", kInstrumented);
   std::printf("result size %zu\n", size);
   std::printf("result writes %ld\n", count);
   std::printf("result data_packets %llu\n", static_cast<unsigned long long>(data));

@@ -4,7 +4,8 @@
 # datapath_cost (two engines joined in memory, one thread) under
 # callgrind, which counts the instructions of the transfer alone. A
 # virtual machine has no hardware counters for perf stat; callgrind counts
-# the same instructions everywhere, the same on every run.
+# instructions the same anywhere (the engines' virtual time step comes
+# from a timed run, so a loaded machine moves the counts a little).
 #   - total: every instruction of the transfer, both engines, divided by
 #     the data packets (the ACKs the responder sends are part of what a
 #     data packet costs);
@@ -38,10 +39,16 @@ for size in 64 1024 4096; do
   valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/cg.$size" \
     "$bin" --size "$size" --count "$writes" --step-ns "$step" >"$work/out.$size" 2>"$work/vg.$size"
   packets=$(result "$work/out.$size" data_packets)
+  if [[ $(result "$work/out.$size" instrumented) != 1 ]]; then
+    echo "datapath_cost: built without valgrind's headers; rebuild after scripts/setup.sh" >&2
+    exit 1
+  fi
   # callgrind_annotate lists "N (pct)  file:function [object]" per
   # function: self cost, and inclusive cost for the port's entry points.
-  callgrind_annotate --threshold=100 "$work/cg.$size" >"$work/self.$size"
-  callgrind_annotate --threshold=100 --inclusive=yes "$work/cg.$size" >"$work/incl.$size"
+  # --auto=no: no annotated source lines, whose counts would add to the
+  # functions' own.
+  callgrind_annotate --auto=no --threshold=100 "$work/cg.$size" >"$work/self.$size"
+  callgrind_annotate --auto=no --threshold=100 --inclusive=yes "$work/cg.$size" >"$work/incl.$size"
   port=$(awk 'function n(x) { gsub(",", "", x); return x + 0 }
     /PipePort::(tx_alloc|tx_burst|rx_burst|rx_release)\(/ { s += n($1) } END { print s + 0 }' \
     "$work/incl.$size")
