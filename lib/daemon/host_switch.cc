@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "daemon/host_switch.h"
 
+#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -159,6 +160,15 @@ void HostSwitch::set_cm_services(Program& p, const std::vector<std::uint64_t>& s
   });
 }
 
+bool HostSwitch::hung_up(const Program& p) {
+  // A process that exited has closed its end already (exit closes its
+  // descriptors before its parent can reap it), though the server may
+  // not have dropped it yet: its ports are free, as the kernel frees a
+  // process's rdma_cm ids when it closes the rdma_cm descriptor.
+  pollfd pfd{p.sock(), POLLRDHUP, 0};
+  return ::poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLHUP | POLLRDHUP | POLLERR)) != 0;
+}
+
 int HostSwitch::bind_cm_port(Program& p, std::uint32_t key, std::uint64_t service_id,
                              const wire::IpAddr& ip, unsigned flags) {
   using port::Port;
@@ -167,7 +177,7 @@ int HostSwitch::bind_cm_port(Program& p, std::uint32_t key, std::uint64_t servic
     // cma_check_port against the other programs (the program's own Cma
     // has judged its own ids); a port the program picked must be free.
     for (const CmBinding& cur : list) {
-      if (cur.program == &p) continue;
+      if (cur.program == &p || hung_up(*cur.program)) continue;
       if (flags & Port::kCmBindEphemeral) return EADDRINUSE;
       if ((flags & Port::kCmBindReuseAddr) && (cur.flags & Port::kCmBindReuseAddr)) continue;
       if ((flags & Port::kCmBindAfOnly) && (cur.flags & Port::kCmBindAfOnly) &&

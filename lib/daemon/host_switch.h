@@ -132,6 +132,9 @@ class HostSwitch final : private engine::Forwarder {
   void learn_mad(Program& p, wire::ConstBytes frame);
   void forget_cm(Program& p);
   void unbind_cm_port_locked(Program& p, std::uint32_t key);
+  /// Whether the program's end of its connection is closed (it exited)
+  /// though the server has not dropped it yet.
+  static bool hung_up(const Program& p);
 
   const DeviceConfig cfg_;
   port::Port& port_;
