@@ -8,6 +8,8 @@ namespace uroce::wire {
 ExtHeaders ExtHeaders::parse(const OpcodeInfo& info, const std::uint8_t* bth) {
   ExtHeaders e;
   if (info.has(ExtHeader::kDeth)) e.deth = Deth::parse(bth + info.offset_of(ExtHeader::kDeth));
+  if (info.has(ExtHeader::kXrcEth))
+    e.xrc_srqn = load_be24(bth + info.offset_of(ExtHeader::kXrcEth) + 1);
   if (info.has(ExtHeader::kReth)) e.reth = Reth::parse(bth + info.offset_of(ExtHeader::kReth));
   if (info.has(ExtHeader::kAtomicEth))
     e.atomic_eth = AtomicEth::parse(bth + info.offset_of(ExtHeader::kAtomicEth));
@@ -23,6 +25,11 @@ ExtHeaders ExtHeaders::parse(const OpcodeInfo& info, const std::uint8_t* bth) {
 
 void ExtHeaders::write(const OpcodeInfo& info, std::uint8_t* bth) const {
   if (info.has(ExtHeader::kDeth)) deth.write(bth + info.offset_of(ExtHeader::kDeth));
+  if (info.has(ExtHeader::kXrcEth)) {
+    std::uint8_t* x = bth + info.offset_of(ExtHeader::kXrcEth);
+    x[0] = 0;  // reserved
+    store_be24(x + 1, xrc_srqn);
+  }
   if (info.has(ExtHeader::kReth)) reth.write(bth + info.offset_of(ExtHeader::kReth));
   if (info.has(ExtHeader::kAtomicEth))
     atomic_eth.write(bth + info.offset_of(ExtHeader::kAtomicEth));

@@ -138,6 +138,7 @@ struct Deth {
 /// write and left default on parse.
 struct ExtHeaders {
   Deth deth;
+  std::uint32_t xrc_srqn = 0;  ///< XRCETH: the XRC SRQ's number (24 bits)
   Reth reth;
   AtomicEth atomic_eth;
   Aeth aeth;

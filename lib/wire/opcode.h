@@ -14,7 +14,9 @@
 namespace uroce::wire {
 
 /// Every BTH opcode uroce sends or accepts. The top three bits name the
-/// transport (RC 000, UC 001, UD 011, CNP 100), the low five the operation.
+/// transport (RC 000, UC 001, UD 011, CNP 100, XRC 101), the low five the
+/// operation. XRC's operations are RC's (IBA A14.8.1); they are not named
+/// one by one here: with_transport() makes them from the RC ones.
 enum class Opcode : std::uint8_t {
   kRcSendFirst = 0x00,
   kRcSendMiddle = 0x01,
@@ -68,11 +70,20 @@ constexpr Transport transport_of(std::uint8_t opcode) {
   return static_cast<Transport>(opcode >> 5);
 }
 
+/// The RC opcode `rc` moved to transport `t` (UC and XRC share RC's
+/// operation codes).
+constexpr std::uint8_t with_transport(Opcode rc, Transport t) {
+  return static_cast<std::uint8_t>(static_cast<unsigned>(t) << 5 |
+                                   (static_cast<std::uint8_t>(rc) & 0x1F));
+}
+
 /// Extension headers, in the order they follow the BTH (IBA 9.2):
-/// RDETH, DETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH. uroce has
-/// no RD, so RDETH is absent. kCnpReserved is the 16 zero bytes of a CNP.
+/// RDETH, DETH, XRCETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH.
+/// uroce has no RD, so RDETH is absent. kCnpReserved is the 16 zero bytes
+/// of a CNP.
 enum class ExtHeader : std::uint8_t {
   kDeth,
+  kXrcEth,  ///< XRC requests: the XRC SRQ the message is for (IBA A14.8.2)
   kReth,
   kAtomicEth,
   kAeth,
@@ -88,7 +99,7 @@ inline constexpr std::size_t kIcrcSize = 4;
 
 /// Wire size of each extension header.
 inline constexpr std::array<std::uint8_t, static_cast<std::size_t>(ExtHeader::kCount)>
-    kExtHeaderSize = {8, 16, 28, 4, 8, 4, 4, 16};
+    kExtHeaderSize = {8, 4, 16, 28, 4, 8, 4, 4, 16};
 
 constexpr std::uint16_t ext_bit(ExtHeader h) {
   return static_cast<std::uint16_t>(1u << static_cast<unsigned>(h));
@@ -247,14 +258,46 @@ constexpr std::array<std::string_view, 12> kUcNames = {
     "UC_RDMA_WRITE_LAST",  "UC_RDMA_WRITE_LAST_WITH_IMMEDIATE",
     "UC_RDMA_WRITE_ONLY",  "UC_RDMA_WRITE_ONLY_WITH_IMMEDIATE"};
 
+// XRC: every RC operation (IBA A14.8.1, ib_pack.h's IB_OPCODE_XRC_*), its
+// requests with an XRCETH after the BTH; acknowledgements and responses
+// carry none.
+constexpr std::array<std::string_view, 12> kXrcNames = {
+    "XRC_SEND_FIRST",       "XRC_SEND_MIDDLE",
+    "XRC_SEND_LAST",        "XRC_SEND_LAST_WITH_IMMEDIATE",
+    "XRC_SEND_ONLY",        "XRC_SEND_ONLY_WITH_IMMEDIATE",
+    "XRC_RDMA_WRITE_FIRST", "XRC_RDMA_WRITE_MIDDLE",
+    "XRC_RDMA_WRITE_LAST",  "XRC_RDMA_WRITE_LAST_WITH_IMMEDIATE",
+    "XRC_RDMA_WRITE_ONLY",  "XRC_RDMA_WRITE_ONLY_WITH_IMMEDIATE"};
+constexpr std::array<std::string_view, 11> kXrcOtherNames = {
+    "XRC_RDMA_READ_REQUEST",       "XRC_RDMA_READ_RESPONSE_FIRST",
+    "XRC_RDMA_READ_RESPONSE_MIDDLE", "XRC_RDMA_READ_RESPONSE_LAST",
+    "XRC_RDMA_READ_RESPONSE_ONLY", "XRC_ACKNOWLEDGE",
+    "XRC_ATOMIC_ACKNOWLEDGE",      "XRC_CMP_SWAP",
+    "XRC_FETCH_ADD",               "XRC_SEND_LAST_INVAL",
+    "XRC_SEND_ONLY_INVAL"};
+
+constexpr OpcodeInfo make_xrc_info(std::string_view name, OpcodeRow row) {
+  row.opcode = static_cast<std::uint8_t>(0xA0 | row.opcode);
+  const bool request = row.operation == Operation::kSend ||
+                       row.operation == Operation::kRdmaWrite ||
+                       row.operation == Operation::kRdmaReadRequest ||
+                       row.operation == Operation::kCompareSwap ||
+                       row.operation == Operation::kFetchAdd;
+  if (request) row.headers = static_cast<std::uint16_t>(row.headers | ext_bit(ExtHeader::kXrcEth));
+  return make_info(name, row);
+}
+
 constexpr std::array<OpcodeInfo, 256> make_opcode_table() {
   std::array<OpcodeInfo, 256> t{};
   for (std::size_t i = 0; i < kSendWriteOps.size(); ++i) {
     const OpcodeRow& row = kSendWriteOps[i];
     t[row.opcode] = make_info(kRcNames[i], row);
     t[0x20 | row.opcode] = make_info(kUcNames[i], row);
+    t[0xA0 | row.opcode] = make_xrc_info(kXrcNames[i], row);
   }
   for (const OpcodeRow& row : kOtherOps) t[row.opcode] = make_info(row.name, row);
+  for (std::size_t i = 0; i < kXrcOtherNames.size(); ++i)
+    t[0xA0 | kOtherOps[i].opcode] = make_xrc_info(kXrcOtherNames[i], kOtherOps[i]);
   t[0x81] = make_info("CNP", {0x81, "CNP", Operation::kCnp, Position::kNone,
                               ext_bit(ExtHeader::kCnpReserved), false});
   return t;
@@ -290,6 +333,15 @@ static_assert(opcode_info(Opcode::kCnp).length == 28 && !opcode_info(Opcode::kCn
 static_assert(!opcode_info(0x15).valid() && !opcode_info(0x2C).valid() &&
               !opcode_info(0x60).valid() && !opcode_info(0x80).valid());
 static_assert(transport_of(0x64) == Transport::kUd && transport_of(0x81) == Transport::kCnp);
+// XRC (IBA A14.8.1): the XRCETH follows the BTH in requests only.
+static_assert(opcode_info(0xA4).length == 16 && opcode_info(0xA4).offset_of(ExtHeader::kXrcEth) == 12);
+static_assert(opcode_info(0xAB).length == 12 + 4 + 16 + 4 &&
+              opcode_info(0xAB).offset_of(ExtHeader::kReth) == 16);
+static_assert(opcode_info(0xB3).length == 12 + 4 + 28);
+static_assert(opcode_info(0xB1).length == 16 && !opcode_info(0xB1).has(ExtHeader::kXrcEth));
+static_assert(opcode_info(0xB0).operation == Operation::kRdmaReadResponse);
+static_assert(!opcode_info(0xB5).valid() && !opcode_info(0xB8).valid());
+static_assert(with_transport(Opcode::kRcAcknowledge, Transport::kXrc) == 0xB1);
 
 // Rules that hold across the whole table.
 consteval bool table_is_consistent() {
@@ -317,6 +369,14 @@ consteval bool table_is_consistent() {
       return false;
     // Immediate data and invalidate only end a message.
     if ((i.has_immediate() || i.has_invalidate()) && !i.ends_message()) return false;
+    // Every XRC request, and nothing else, names its XRC SRQ.
+    if (i.has(ExtHeader::kXrcEth) != (t == Transport::kXrc && i.is_request())) return false;
+    if (t == Transport::kXrc) {
+      const OpcodeInfo& rc = kOpcodeTable[op & 0x1F];
+      if (!rc.valid() || rc.operation != i.operation || rc.position != i.position ||
+          (rc.headers | ext_bit(ExtHeader::kXrcEth)) != (i.headers | ext_bit(ExtHeader::kXrcEth)))
+        return false;
+    }
   }
   return true;
 }

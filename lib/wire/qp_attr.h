@@ -11,7 +11,10 @@
 
 namespace uroce::wire {
 
-enum class QpType : std::uint8_t { kRc = 2, kUc = 3, kUd = 4 };  ///< IBV_QPT_*
+/// IBV_QPT_*. An XRC initiator (IBV_QPT_XRC_SEND) sends to the XRC SRQs
+/// of a remote XRC domain; an XRC target (IBV_QPT_XRC_RECV) belongs to a
+/// domain and receives into the SRQ each message names (IBA A14.3).
+enum class QpType : std::uint8_t { kRc = 2, kUc = 3, kUd = 4, kXrcIni = 9, kXrcTgt = 10 };
 
 enum class QpState : std::uint8_t {  ///< IBV_QPS_*
   kReset = 0,

@@ -53,6 +53,9 @@ SamplePacket sample_packet(std::uint8_t opcode, std::mt19937_64& rng) {
   e.atomic_ack_eth = {rng()};
   e.imm_data = u32();
   e.ieth_rkey = u32();
+  // From the bytes already drawn, so that adding XRC left the samples of
+  // every other opcode (and the committed fuzz seeds) as they were.
+  e.xrc_srqn = (e.ieth_rkey ^ e.imm_data) & 0xFFFFFF;
 
   if (info.has_payload) {
     const bool may_pad = info.ends_message();

@@ -254,6 +254,9 @@ TEST_P(EveryOpcode, RoundTripsThroughBuilderAndParser) {
         EXPECT_EQ(p.ext.deth.qkey, s.ext.deth.qkey);
         EXPECT_EQ(p.ext.deth.src_qp, s.ext.deth.src_qp);
       }
+      if (info.has(ExtHeader::kXrcEth)) {
+        EXPECT_EQ(p.ext.xrc_srqn, s.ext.xrc_srqn);
+      }
       if (info.has(ExtHeader::kReth)) {
         EXPECT_EQ(p.ext.reth.va, s.ext.reth.va);
         EXPECT_EQ(p.ext.reth.rkey, s.ext.reth.rkey);
@@ -295,25 +298,32 @@ INSTANTIATE_TEST_SUITE_P(Routes, EveryOpcode,
                          });
 
 TEST(Opcode, TableAgreesWithTheSpecForEveryKnownOpcode) {
-  // 23 RC + 12 UC + 2 UD + CNP.
-  EXPECT_EQ(test::all_opcodes().size(), 38u);
+  // 23 RC + 12 UC + 2 UD + CNP + 23 XRC.
+  EXPECT_EQ(test::all_opcodes().size(), 61u);
   for (std::uint8_t op : test::all_opcodes()) {
     const OpcodeInfo& i = opcode_info(op);
     SCOPED_TRACE(std::string(i.name));
     const Transport t = transport_of(op);
     EXPECT_TRUE(t == Transport::kRc || t == Transport::kUc || t == Transport::kUd ||
-                t == Transport::kCnp);
+                t == Transport::kCnp || t == Transport::kXrc);
     EXPECT_EQ(i.name.substr(0, 3), t == Transport::kRc   ? "RC_"
                                    : t == Transport::kUc ? "UC_"
                                    : t == Transport::kUd ? "UD_"
+                                   : t == Transport::kXrc ? "XRC"
                                                          : "CNP");
+    // An XRC request names its SRQ in an XRCETH right after the BTH, and
+    // is otherwise RC's request (IBA A14.8.2).
+    if (t == Transport::kXrc && i.is_request()) {
+      EXPECT_EQ(i.offset_of(ExtHeader::kXrcEth), kBthSize);
+      EXPECT_EQ(i.length, opcode_info(static_cast<std::uint8_t>(op & 0x1F)).length + 4);
+    }
     // Responses carry an AETH exactly where IBA puts one: all but the
     // middle read response.
     if (i.is_response()) {
       EXPECT_EQ(i.has(ExtHeader::kAeth), i.position != Position::kMiddle);
     }
     if (i.is_atomic()) {
-      EXPECT_EQ(i.length, 40);
+      EXPECT_EQ(i.length, t == Transport::kXrc ? 44 : 40);
     }
   }
 }

@@ -136,7 +136,7 @@ TEST_F(Parser, RejectsTransportVersionOtherThanZero) {
 }
 
 TEST_F(Parser, RejectsUnknownOpcodes) {
-  for (std::uint8_t op : {0x15, 0x18, 0x1C, 0x2C, 0x40, 0x60, 0x80, 0xA0, 0xFF}) {
+  for (std::uint8_t op : {0x15, 0x18, 0x1C, 0x2C, 0x40, 0x60, 0x80, 0xB5, 0xB8, 0xFF}) {
     EXPECT_EQ(mutate([&](auto& f) {
                 f[bth()] = op;
                 fix_icrc(f);
