@@ -208,7 +208,7 @@ void Qp::on_nak(const wire::RocePacket& pkt, Nanos now) {
 }
 
 void Qp::completer_receive(const wire::RocePacket& pkt, Nanos now) {
-  if (type_ != QpType::kRc) return;
+  if (!reliable()) return;
   const Psn psn = pkt.bth.psn;
   // A response to nothing sent yet, or to something long acknowledged, is
   // a ghost (a duplicate or a packet from an earlier life of the QP).

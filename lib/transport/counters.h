@@ -32,6 +32,7 @@ enum class Counter : std::uint8_t {
   kPacketSeqErr,        ///< responder: NAK sequence errors sent (mlx5 name)
   kDroppedInvalid,      ///< packets dropped for QP-level checks (state, P_Key, Q_Key, ...)
   kEcnMarkedPkts,       ///< CE-marked packets received (np_ecn_marked_roce_packets)
+  kXrcSrqErr,           ///< XRC target: requests naming no SRQ of its domain, NAKed
   kCount,
 };
 
@@ -76,6 +77,8 @@ constexpr std::string_view name(Counter c) {
       return "dropped_invalid";
     case Counter::kEcnMarkedPkts:
       return "np_ecn_marked_roce_packets";
+    case Counter::kXrcSrqErr:
+      return "xrc_srq_err";
     case Counter::kCount:
       break;
   }

@@ -53,4 +53,26 @@ class MemoryAccess {
   virtual bool bind_mw(const MwBind& bind) = 0;
 };
 
+class Cq;
+class RecvQueue;
+
+/// An XRC SRQ as its domain's target QPs see it: where a message for it
+/// lands, where it completes, and the memory of its protection domain,
+/// which the target QP's RDMA and atomic requests are checked against
+/// (IBA A14.3.2: the TGT QP has no PD of its own).
+struct XrcSrq {
+  RecvQueue* rq = nullptr;
+  Cq* cq = nullptr;
+  MemoryAccess* memory = nullptr;
+};
+
+/// The XRC domain a target QP belongs to: its SRQs, by number. Asked on
+/// the engine thread, for every request, so an SRQ destroyed between two
+/// packets is never reached.
+class XrcDomain {
+ public:
+  enum class Lookup : std::uint8_t { kFound, kNoSuchSrq, kOtherDomain };
+  virtual ~XrcDomain() = default;
+  virtual Lookup find_srq(std::uint32_t srqn, XrcSrq* out) = 0;
+};
 }  // namespace uroce::transport

@@ -14,6 +14,8 @@ using wire::Psn;
 namespace {
 
 bool opcode_allowed(QpType type, WrOpcode op) {
+  // An XRC target has no send queue.
+  if (type == QpType::kXrcTgt) return false;
   switch (op) {
     case WrOpcode::kSend:
     case WrOpcode::kSendWithImm:
@@ -25,7 +27,7 @@ bool opcode_allowed(QpType type, WrOpcode op) {
     case WrOpcode::kAtomicCmpAndSwp:
     case WrOpcode::kAtomicFetchAndAdd:
     case WrOpcode::kSendWithInv:
-      return type == QpType::kRc;
+      return type == QpType::kRc || type == QpType::kXrcIni;
     case WrOpcode::kLocalInv:
     case WrOpcode::kBindMw:
       // Windows are bound and invalidated on connected QPs only (a type 2
@@ -75,6 +77,7 @@ Qp::Qp(const QpInit& init)
       rq_(init.srq ? init.srq : &own_rq_),
       own_rq_(init.srq ? 1 : init.max_recv_wr, std::min(init.max_recv_sge, kMaxSge)),
       memory_(init.memory),
+      xrc_(init.xrc),
       events_(init.events),
       gate_(init.gate),
       congestion_(init.congestion),
@@ -83,6 +86,20 @@ Qp::Qp(const QpInit& init)
       sq_sges_(sq_.size() * sge_stride_),
       sq_inline_(sq_.size() * max_inline_),
       sq_routes_(type_ == QpType::kUd ? sq_.size() : 0) {}
+
+wire::Transport Qp::wire_transport() const {
+  switch (type_) {
+    case QpType::kUc:
+      return wire::Transport::kUc;
+    case QpType::kUd:
+      return wire::Transport::kUd;
+    case QpType::kXrcIni:
+    case QpType::kXrcTgt:
+      return wire::Transport::kXrc;
+    default:
+      return wire::Transport::kRc;
+  }
+}
 
 std::uint32_t Qp::packets_of(const SendWqe& wqe) const {
   switch (wqe.wr.opcode) {
@@ -100,9 +117,11 @@ bool Qp::transition_allowed(QpState from, QpState to, unsigned mask) const {
   // Required and optional attributes per transition and QP type (IBA
   // 11.2.4.2 Table 92, as the kernel's ib_modify_qp_is_ok encodes it). A
   // mask that lacks a required attribute or carries one the transition
-  // does not take is refused.
-  const bool rc = type_ == QpType::kRc;
+  // does not take is refused. An XRC initiator has RC's requester and no
+  // responder resources; an XRC target RC's responder and no requester.
   const bool ud = type_ == QpType::kUd;
+  const bool acked_sends = type_ == QpType::kRc || type_ == QpType::kXrcIni;
+  const bool acked_receives = type_ == QpType::kRc || type_ == QpType::kXrcTgt;
   unsigned required = 0;
   unsigned optional = 0;
   using S = QpState;
@@ -117,15 +136,17 @@ bool Qp::transition_allowed(QpState from, QpState to, unsigned mask) const {
       optional = kPkeyIndex | kQkey;
     } else {
       required = kAv | kPathMtu | kDestQpn | kRqPsn;
-      if (rc) required |= kMaxDestRdAtomic | kMinRnrTimer;
+      if (acked_receives) required |= kMaxDestRdAtomic | kMinRnrTimer;
       optional = kAltPath | kAccessFlags | kPkeyIndex;
     }
   } else if ((from == S::kRtr || from == S::kRts || from == S::kSqd) && to == S::kRts) {
     if (from == S::kRtr) {
       required = kSqPsn;
-      if (rc) required |= kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic;
+      if (acked_sends) required |= kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic;
+      if (type_ == QpType::kXrcTgt) required |= kTimeout;
     }
-    optional = ud ? kQkey : kAltPath | kAccessFlags | kPathMigState | (rc ? kMinRnrTimer : 0);
+    optional = ud ? kQkey
+                  : kAltPath | kAccessFlags | kPathMigState | (acked_receives ? kMinRnrTimer : 0);
   } else if (from == S::kSqe && to == S::kRts) {
     optional = ud ? kQkey : kAccessFlags;
   } else if (from == S::kRts && to == S::kSqd) {
@@ -135,9 +156,8 @@ bool Qp::transition_allowed(QpState from, QpState to, unsigned mask) const {
       optional = kPkeyIndex | kQkey;
     } else {
       optional = kAv | kAltPath | kAccessFlags | kPkeyIndex | kPathMigState;
-      if (rc)
-        optional |= kPort | kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic | kMaxDestRdAtomic |
-                    kMinRnrTimer;
+      if (acked_sends) optional |= kPort | kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic;
+      if (acked_receives) optional |= kPort | kTimeout | kMaxDestRdAtomic | kMinRnrTimer;
     }
   } else {
     return false;
@@ -353,10 +373,11 @@ void Qp::flush() {
   for (; head != tail; ++head) (void)retire_head(WcStatus::kWrFlushErr);
   req_.wqe = head;
   jobs_count_ = 0;
-  if (resp_.recv_taken) {
+  // An XRC target's WQE in progress goes back flushed to its SRQ's CQ,
+  // unless that SRQ is gone.
+  if (resp_.recv_taken && (xrc_ == nullptr || bind_xrc_srq(resp_.xrc_srqn)))
     complete_recv(resp_.recv, WcStatus::kWrFlushErr, WcOpcode::kRecv, 0, 0, 0, 0);
-    resp_.recv_taken = false;
-  }
+  resp_.recv_taken = false;
   if (rq_ == &own_rq_) {
     RecvWr wr;
     while (own_rq_.take(wr)) complete_recv(wr, WcStatus::kWrFlushErr, WcOpcode::kRecv, 0, 0, 0, 0);
@@ -374,10 +395,9 @@ void Qp::receive(const wire::RocePacket& pkt, Nanos now) {
   // Requests need RTR or later; responses need RTS or SQD (IBA 10.3.1).
   const bool state_ok = request ? (s == QpState::kRtr || s == QpState::kRts || s == QpState::kSqd)
                                 : (s == QpState::kRts || s == QpState::kSqd);
-  const wire::Transport want = type_ == QpType::kRc   ? wire::Transport::kRc
-                               : type_ == QpType::kUc ? wire::Transport::kUc
-                                                      : wire::Transport::kUd;
-  if (!state_ok || wire::transport_of(pkt.bth.opcode) != want ||
+  // An XRC initiator takes only responses, a target only requests.
+  const bool side_ok = request ? type_ != QpType::kXrcIni : type_ != QpType::kXrcTgt;
+  if (!state_ok || !side_ok || wire::transport_of(pkt.bth.opcode) != wire_transport() ||
       !pkey_match(pkt.bth.pkey, attr_.pkey) ||
       (type_ != QpType::kUd && pkt.src_ip != attr_.route.dst_ip)) {
     counters_.inc(Counter::kDroppedInvalid);
@@ -434,7 +454,7 @@ bool Qp::has_work(Nanos now) const {
   if (req_.wqe == sq_tail()) return false;
   if (comp_.rnr_until != 0 && now < comp_.rnr_until) return false;
   if (req_.gate_retry_at != 0 && now < req_.gate_retry_at) return false;
-  if (type_ == QpType::kRc && static_cast<std::uint32_t>(req_.psn - comp_.psn) >= kMaxUnackedPsns)
+  if (reliable() && static_cast<std::uint32_t>(req_.psn - comp_.psn) >= kMaxUnackedPsns)
     return false;
   // A WQE not started yet may be held by a fence or by the initiator depth
   // (requester_send_one's checks): no turn until that clears.

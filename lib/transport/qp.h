@@ -63,6 +63,9 @@ struct QpInit {
   Cq* send_cq = nullptr;
   Cq* recv_cq = nullptr;
   RecvQueue* srq = nullptr;  ///< shared receive queue, or null for a QP's own
+  /// XRC target: its domain, whose SRQs each message names (send_cq,
+  /// recv_cq, srq and memory are then unused: the SRQ brings its own).
+  XrcDomain* xrc = nullptr;
   std::uint32_t max_recv_wr = 64;
   std::uint32_t max_recv_sge = 1;
   bool sq_sig_all = false;
@@ -83,6 +86,12 @@ class Qp {
 
   std::uint32_t qpn() const { return qpn_; }
   QpType type() const { return type_; }
+  /// Acknowledged and retransmitted, as RC is: RC and both XRC ends.
+  bool reliable() const {
+    return type_ == QpType::kRc || type_ == QpType::kXrcIni || type_ == QpType::kXrcTgt;
+  }
+  /// The transport bits of the opcodes the QP sends and accepts.
+  wire::Transport wire_transport() const;
   QpState state() const { return state_.load(std::memory_order_acquire); }
   const QpAttr& attr() const { return attr_; }
   /// The transmit gate congestion control installed, if any.
@@ -178,7 +187,8 @@ class Qp {
     std::uint32_t length = 0;
     std::uint64_t orig_value = 0;  ///< ATOMIC: the value found
     std::uint32_t msn = 0;
-    std::uint32_t busy = 0;  ///< response jobs still reading it
+    std::uint32_t busy = 0;     ///< response jobs still reading it
+    std::uint32_t xrc_srqn = 0;  ///< XRC target: the SRQ whose memory a READ reads
   };
 
   // What the responder sends, in PSN order: ACKs and NAKs, read response
@@ -262,6 +272,9 @@ class Qp {
   void fail_head(WcStatus status);
 
   // responder.cc
+  /// XRC target: points the receive queue, the receive CQ and the memory
+  /// at the SRQ `srqn` of the QP's domain; false when it has none such.
+  bool bind_xrc_srq(std::uint32_t srqn, wire::NakCode* code = nullptr);
   void responder_receive(const wire::RocePacket& pkt, Nanos now);
   void responder_duplicate(const wire::RocePacket& pkt, Nanos now);
   void responder_execute(const wire::RocePacket& pkt, Nanos now);
@@ -292,10 +305,13 @@ class Qp {
   const std::uint32_t max_inline_;
   const wire::Mtu port_mtu_;
   Cq* const send_cq_;
-  Cq* const recv_cq_;
-  RecvQueue* const rq_;  ///< own or shared
+  // The receive side: the QP's own, or an XRC target's current SRQ's
+  // (bind_xrc_srq moves them, on the engine thread, per request).
+  Cq* recv_cq_;
+  RecvQueue* rq_;  ///< own or shared
   RecvQueue own_rq_;
-  MemoryAccess* const memory_;
+  MemoryAccess* memory_;
+  XrcDomain* const xrc_;
   EventSink* const events_;
   Doorbell* doorbell_ = nullptr;
   std::atomic<bool> rung_{false};
@@ -360,6 +376,7 @@ class Qp {
     std::uint32_t write_length = 0;
     std::uint32_t write_offset = 0;
     std::uint32_t since_ack = 0;
+    std::uint32_t xrc_srqn = 0;  ///< XRC target: the SRQ of the message in progress
   } resp_;
   std::vector<RespResource> res_;
   std::uint32_t res_next_ = 0;

@@ -39,9 +39,10 @@ std::uint8_t send_write_opcode(QpType type, WrOpcode op, bool first, bool last) 
                                 : Opcode::kRcSendLast)
                        : Opcode::kRcSendMiddle;
   }
-  // UC opcodes are the RC ones with the transport bits 001.
-  const auto code = static_cast<std::uint8_t>(rc);
-  return type == QpType::kUc ? static_cast<std::uint8_t>(0x20 | code) : code;
+  // UC and XRC opcodes are the RC ones with their transport bits.
+  return wire::with_transport(rc, type == QpType::kUc       ? wire::Transport::kUc
+                                  : type == QpType::kXrcIni ? wire::Transport::kXrc
+                                                            : wire::Transport::kRc);
 }
 
 }  // namespace
@@ -94,7 +95,8 @@ bool Qp::build_request(SendWqe& wqe, TxPacket& pkt, std::uint32_t& len, bool& la
       // A restarted READ asks only for what is still missing: from the
       // first response PSN not received (never from the message start).
       const std::uint32_t done = req_.offset;
-      pkt.bth.opcode = static_cast<std::uint8_t>(Opcode::kRcRdmaReadRequest);
+      pkt.bth.opcode = wire::with_transport(Opcode::kRcRdmaReadRequest, wire_transport());
+      ext.xrc_srqn = wr.xrc_remote_srqn;
       ext.reth = {wr.remote_addr + done, wr.rkey, wqe.length - done};
       len = 0;
       last = true;
@@ -103,8 +105,10 @@ bool Qp::build_request(SendWqe& wqe, TxPacket& pkt, std::uint32_t& len, bool& la
     }
     case WrOpcode::kAtomicCmpAndSwp:
     case WrOpcode::kAtomicFetchAndAdd:
-      pkt.bth.opcode = static_cast<std::uint8_t>(
-          wr.opcode == WrOpcode::kAtomicCmpAndSwp ? Opcode::kRcCompareSwap : Opcode::kRcFetchAdd);
+      pkt.bth.opcode = wire::with_transport(
+          wr.opcode == WrOpcode::kAtomicCmpAndSwp ? Opcode::kRcCompareSwap : Opcode::kRcFetchAdd,
+          wire_transport());
+      ext.xrc_srqn = wr.xrc_remote_srqn;
       ext.atomic_eth = {wr.remote_addr, wr.rkey,
                         wr.opcode == WrOpcode::kAtomicCmpAndSwp ? wr.swap : wr.compare_add,
                         wr.compare_add};
@@ -121,6 +125,7 @@ bool Qp::build_request(SendWqe& wqe, TxPacket& pkt, std::uint32_t& len, bool& la
   last = req_.offset + len == wqe.length;
   pkt.bth.opcode = send_write_opcode(type_, wr.opcode, first, last);
   const wire::OpcodeInfo& info = wire::opcode_info(pkt.bth.opcode);
+  if (info.has(wire::ExtHeader::kXrcEth)) ext.xrc_srqn = wr.xrc_remote_srqn;
   if (info.has(wire::ExtHeader::kReth)) ext.reth = {wr.remote_addr, wr.rkey, wqe.length};
   if (info.has(wire::ExtHeader::kImmDt)) ext.imm_data = wr.imm_data;
   if (info.has(wire::ExtHeader::kIeth)) ext.ieth_rkey = wr.invalidate_rkey;
@@ -132,7 +137,7 @@ bool Qp::build_request(SendWqe& wqe, TxPacket& pkt, std::uint32_t& len, bool& la
       last && (wr.send_flags & send_flags::kSolicited) && info.operation == wire::Operation::kSend;
   // AckReq on the last packet of a message and every so often inside a
   // long one; UC and UD are never acknowledged.
-  pkt.bth.ack_req = type_ == QpType::kRc && (last || req_.since_ack_req + 1 >= kAckReqEveryPackets);
+  pkt.bth.ack_req = reliable() && (last || req_.since_ack_req + 1 >= kAckReqEveryPackets);
   return gather(wqe, req_.offset, len, pkt);
 }
 
@@ -164,7 +169,7 @@ bool Qp::requester_send_one(TxSink& sink, Nanos now) {
   if (comp_.rnr_until != 0 && now < comp_.rnr_until) return false;
   if (req_.gate_retry_at != 0 && now < req_.gate_retry_at) return false;
   if (!execute_local_ops()) return false;
-  if (type_ == QpType::kRc && static_cast<std::uint32_t>(req_.psn - comp_.psn) >= kMaxUnackedPsns)
+  if (reliable() && static_cast<std::uint32_t>(req_.psn - comp_.psn) >= kMaxUnackedPsns)
     return false;
 
   SendWqe& wqe = sq_at(req_.wqe);
@@ -218,14 +223,14 @@ bool Qp::requester_send_one(TxSink& sink, Nanos now) {
   }
   if (last) {
     wqe.sent = true;
-    if (type_ != QpType::kRc) wqe.done = true;  // nothing will acknowledge it
+    if (!reliable()) wqe.done = true;  // nothing will acknowledge it
     if (pkt.bth.opcode != static_cast<std::uint8_t>(Opcode::kRcRdmaReadRequest) &&
         wire::opcode_info(pkt.bth.opcode).operation == wire::Operation::kSend)
       counters_.inc(Counter::kRdmaSends);
     ++req_.wqe;
     req_.offset = 0;
   }
-  if (type_ == QpType::kRc) arm_retransmit(now);
+  if (reliable()) arm_retransmit(now);
   return true;
 }
 

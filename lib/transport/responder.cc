@@ -18,6 +18,27 @@ using wire::Operation;
 using wire::Position;
 using wire::Psn;
 
+bool Qp::bind_xrc_srq(std::uint32_t srqn, NakCode* code) {
+  XrcSrq srq;
+  switch (xrc_->find_srq(srqn, &srq)) {
+    case XrcDomain::Lookup::kFound:
+      rq_ = srq.rq;
+      recv_cq_ = srq.cq;
+      memory_ = srq.memory;
+      return true;
+    case XrcDomain::Lookup::kNoSuchSrq:
+      if (code) *code = NakCode::kInvalidRequest;
+      break;
+    case XrcDomain::Lookup::kOtherDomain:
+      // Another domain's SRQ is a protection violation, as another PD's
+      // R_Key is.
+      if (code) *code = NakCode::kRemoteAccessError;
+      break;
+  }
+  counters_.inc(Counter::kXrcSrqErr);
+  return false;
+}
+
 bool Qp::push_job(const RespJob& job) {
   if (jobs_count_ == jobs_.size()) return false;
   jobs_[(jobs_head_ + jobs_count_) % jobs_.size()] = job;
@@ -157,7 +178,7 @@ bool Qp::take_recv(Psn psn) {
   if (!rq_->take(resp_.recv)) {
     // No receive WQE: RNR NAK, and the requester retries this PSN after
     // the time we ask for (IBA 9.7.5.2.8). UC simply drops the message.
-    if (type_ == QpType::kRc) {
+    if (reliable()) {
       queue_nak(psn, AethSyndrome::rnr_nak(attr_.min_rnr_timer));
       counters_.inc(Counter::kSendRnrErr);
     } else {
@@ -279,10 +300,17 @@ bool Qp::execute_read(const wire::RocePacket& pkt) {
   if (r == res_.size() || jobs_count_ == jobs_.size()) return false;  // dropped; retried
   const std::uint32_t npsn = std::max<std::uint32_t>(1, (reth.dma_length + mtu() - 1) / mtu());
   resp_.msn = (resp_.msn + 1) & wire::kPsnMask;  // C9-148: one MSN per READ
-  res_[r] = {
-      true,      true,      pkt.bth.psn,     pkt.bth.psn + static_cast<std::int32_t>(npsn - 1),
-      reth.va,   reth.rkey, reth.dma_length, 0,
-      resp_.msn, 1};
+  res_[r] = {true,
+             true,
+             pkt.bth.psn,
+             pkt.bth.psn + static_cast<std::int32_t>(npsn - 1),
+             reth.va,
+             reth.rkey,
+             reth.dma_length,
+             0,
+             resp_.msn,
+             1,
+             resp_.xrc_srqn};
   push_job({RespJob::Kind::kRead, pkt.bth.psn, pkt.bth.psn, AethSyndrome::ack(), resp_.msn, r});
   resp_.epsn = pkt.bth.psn + static_cast<std::int32_t>(npsn);
   return true;
@@ -315,7 +343,8 @@ bool Qp::execute_atomic(const wire::RocePacket& pkt) {
     orig = target.fetch_add(a.swap_add);
   }
   resp_.msn = (resp_.msn + 1) & wire::kPsnMask;
-  res_[r] = {true, false, pkt.bth.psn, pkt.bth.psn, a.va, a.rkey, 8, orig, resp_.msn, 1};
+  res_[r] = {true, false, pkt.bth.psn, pkt.bth.psn, a.va, a.rkey, 8, orig, resp_.msn, 1,
+            resp_.xrc_srqn};
   push_job(
       {RespJob::Kind::kAtomicAck, pkt.bth.psn, pkt.bth.psn, AethSyndrome::ack(), resp_.msn, r});
   resp_.epsn = pkt.bth.psn + 1;
@@ -327,6 +356,19 @@ void Qp::responder_execute(const wire::RocePacket& pkt, Nanos /*now*/) {
   if (!check_opcode_sequence(info) || !check_length(pkt)) {
     responder_error(pkt.bth.psn, NakCode::kInvalidRequest, WcStatus::kLocLenErr);
     return;
+  }
+  if (xrc_ != nullptr) {
+    // An XRC target: the XRCETH names the SRQ, in every packet of a
+    // message the same one (IBA A14.8.2).
+    NakCode code = NakCode::kInvalidRequest;
+    const std::uint32_t srqn = pkt.ext.xrc_srqn;
+    if ((!info.starts_message() && srqn != resp_.xrc_srqn) || !bind_xrc_srq(srqn, &code)) {
+      // The WQE in progress, if any, was its SRQ's: not ours to complete.
+      resp_.recv_taken = false;
+      responder_error(pkt.bth.psn, code, WcStatus::kRemInvReqErr);
+      return;
+    }
+    resp_.xrc_srqn = srqn;
   }
   // The QP's own remote access enables (set by Modify QP) come before any
   // R_Key: an operation they do not allow is a remote access error.
@@ -364,7 +406,7 @@ void Qp::responder_execute(const wire::RocePacket& pkt, Nanos /*now*/) {
   if (info.operation == Operation::kSend || info.operation == Operation::kRdmaWrite) {
     resp_.epsn = pkt.bth.psn + 1;
     if (info.ends_message()) resp_.msn = (resp_.msn + 1) & wire::kPsnMask;
-    if (type_ == QpType::kRc) queue_ack(pkt.bth.psn, pkt.bth.ack_req);
+    if (reliable()) queue_ack(pkt.bth.psn, pkt.bth.ack_req);
   }
 }
 
@@ -514,6 +556,7 @@ bool Qp::responder_send_one(TxSink& sink, Nanos /*now*/) {
     return false;
   }
   RespJob& job = jobs_[jobs_head_];
+  const wire::Transport transport = wire_transport();
   TxPacket pkt;
   pkt.route = &attr_.route;
   pkt.bth.pkey = attr_.pkey;
@@ -522,12 +565,12 @@ bool Qp::responder_send_one(TxSink& sink, Nanos /*now*/) {
   bool done = true;
   switch (job.kind) {
     case RespJob::Kind::kAck:
-      pkt.bth.opcode = static_cast<std::uint8_t>(Opcode::kRcAcknowledge);
+      pkt.bth.opcode = wire::with_transport(Opcode::kRcAcknowledge, transport);
       pkt.ext.aeth = {job.syndrome, job.msn};
       break;
     case RespJob::Kind::kAtomicAck: {
       const RespResource& r = res_[job.res];
-      pkt.bth.opcode = static_cast<std::uint8_t>(Opcode::kRcAtomicAcknowledge);
+      pkt.bth.opcode = wire::with_transport(Opcode::kRcAtomicAcknowledge, transport);
       pkt.ext.aeth = {AethSyndrome::ack(), r.msn};
       pkt.ext.atomic_ack_eth = {r.orig_value};
       break;
@@ -542,12 +585,15 @@ bool Qp::responder_send_one(TxSink& sink, Nanos /*now*/) {
                         : first       ? Opcode::kRcRdmaReadResponseFirst
                         : last        ? Opcode::kRcRdmaReadResponseLast
                                       : Opcode::kRcRdmaReadResponseMiddle;
-      pkt.bth.opcode = static_cast<std::uint8_t>(op);
+      pkt.bth.opcode = wire::with_transport(op, transport);
       pkt.ext.aeth = {AethSyndrome::ack(), r.msn};
       if (len > 0) {
         // Looked up again for every packet, never cached: the region may
-        // be deregistered while its responses are still going out.
-        const MemRef ref = memory_->remote(r.rkey, r.va + offset, len, access::kRemoteRead);
+        // be deregistered (or an XRC target's SRQ destroyed) while its
+        // responses are still going out.
+        const bool bound = xrc_ == nullptr || bind_xrc_srq(r.xrc_srqn);
+        const MemRef ref = bound ? memory_->remote(r.rkey, r.va + offset, len, access::kRemoteRead)
+                                 : MemRef{nullptr, MemError::kBadKey};
         if (!ref) {
           --res_[job.res].busy;
           jobs_head_ = (jobs_head_ + 1) % static_cast<std::uint32_t>(jobs_.size());

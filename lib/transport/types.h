@@ -130,6 +130,7 @@ struct SendWrFields {
   std::uint64_t compare_add = 0;      ///< atomics
   std::uint64_t swap = 0;             ///< compare-and-swap
   UdDest ud;                          ///< UD only
+  std::uint32_t xrc_remote_srqn = 0;  ///< XRC initiator: the remote XRC SRQ
   MwBind bind;                        ///< BIND_MW only
 };
 

@@ -25,7 +25,7 @@ SimHost::SimHost(SimNet& net, std::uint8_t id) : net_(net), id_(id) {
 
 const wire::RoceRoute& SimHost::route_to(const SimHost& peer) const { return routes_.at(peer.id_); }
 
-Qp& SimHost::create_qp(QpType type, std::uint32_t depth) {
+Qp& SimHost::create_qp(QpType type, std::uint32_t depth, transport::XrcDomain* xrc) {
   QpInit init;
   init.type = type;
   // QPNs spread out, as a real device's are unpredictable.
@@ -38,6 +38,7 @@ Qp& SimHost::create_qp(QpType type, std::uint32_t depth) {
   init.send_cq = &send_cq_;
   init.recv_cq = &recv_cq_;
   init.memory = &memory_;
+  init.xrc = xrc;
   qps_.push_back(std::make_unique<Qp>(init));
   by_qpn_[init.qpn] = qps_.back().get();
   return *qps_.back();
@@ -119,16 +120,20 @@ void SimNet::connect(Qp& a, SimHost& ha, Qp& b, SimHost& hb, const QpAttr& param
     at.dest_qp_num = peer.qpn();
     at.rq_psn = rq_psn;
     // UC takes neither the RC responder's nor the RC requester's
-    // attributes (IBA 11.2.4.2): the state machine refuses them.
-    const bool rc = q.type() == QpType::kRc;
+    // attributes (IBA 11.2.4.2): the state machine refuses them. An XRC
+    // initiator takes the requester's, a target the responder's.
+    const bool responds = q.type() == QpType::kRc || q.type() == QpType::kXrcTgt;
+    const bool requests = q.type() == QpType::kRc || q.type() == QpType::kXrcIni;
     if (q.modify(at,
                  kState | kAv | kPathMtu | kDestQpn | kRqPsn |
-                     (rc ? kMaxDestRdAtomic | kMinRnrTimer : 0),
+                     (responds ? kMaxDestRdAtomic | kMinRnrTimer : 0),
                  now_) != 0)
       throw std::logic_error("RTR refused");
     at.qp_state = QpState::kRts;
     at.sq_psn = sq_psn;
-    if (q.modify(at, kState | kSqPsn | (rc ? kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic : 0),
+    if (q.modify(at,
+                 kState | kSqPsn | (requests ? kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic : 0) |
+                     (q.type() == QpType::kXrcTgt ? kTimeout : 0),
                  now_) != 0)
       throw std::logic_error("RTS refused");
   };

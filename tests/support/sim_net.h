@@ -69,7 +69,9 @@ class SimHost : public transport::TxSink {
   const wire::RoceRoute& route_to(const SimHost& peer) const;
 
   /// Creates a QP; its CQs are the host's (one send CQ, one receive CQ).
-  transport::Qp& create_qp(transport::QpType type, std::uint32_t depth = 256);
+  /// An XRC target takes its SRQs, CQs and memory from `xrc`.
+  transport::Qp& create_qp(transport::QpType type, std::uint32_t depth = 256,
+                           transport::XrcDomain* xrc = nullptr);
   transport::Cq& send_cq() { return send_cq_; }
   transport::Cq& recv_cq() { return recv_cq_; }
   const wire::IpAddr& ip() const { return ip_; }
@@ -105,7 +107,8 @@ class SimNet {
   void set_faults(const SimHost& from, const SimHost& to, const FaultModel& f);
   void set_faults_all(const FaultModel& f);
 
-  /// Connects two RC or UC QPs to each other and brings both to RTS.
+  /// Connects two RC or UC QPs, or an XRC initiator and target, to each
+  /// other and brings both to RTS.
   void connect(transport::Qp& a, SimHost& ha, transport::Qp& b, SimHost& hb,
                const transport::QpAttr& params);
   /// Brings a UD QP to RTS.
