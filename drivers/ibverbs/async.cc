@@ -47,6 +47,7 @@ void ContextEvents::cq_overflow(verbs::Cq& cq) {
 }
 
 void ContextEvents::qp_fatal(verbs::QueuePair& qp) {
+  if (qp.handle == nullptr) return;  // an XRC target whose handles are all gone
   ibv_async_event e{};
   e.element.qp = static_cast<ibv_qp*>(qp.handle);
   e.event_type = IBV_EVENT_QP_FATAL;

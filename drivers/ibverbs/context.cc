@@ -33,7 +33,7 @@ void fill_device_attr(const verbs::Device& dev, ibv_device_attr* a) {
   a->max_qp = static_cast<int>(d.max_qp);
   a->max_qp_wr = static_cast<int>(d.max_qp_wr);
   a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT |
-                        IBV_DEVICE_CHANGE_PHY_PORT |
+                        IBV_DEVICE_CHANGE_PHY_PORT | IBV_DEVICE_XRC |
                         // Windows of type 1 and of type 2 bound to a QP and a PD (2B).
                         IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
   a->max_sge = static_cast<int>(d.max_sge);
@@ -135,6 +135,9 @@ int query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input,
     a.odp_caps.per_transport_caps.uc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
                                                 IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_SRQ_RECV;
     a.odp_caps.per_transport_caps.ud_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV;
+    // XRC is RC's requester and responder; its receives are an SRQ's.
+    a.xrc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+                     IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
   }
   std::memcpy(attr, &a, std::min(len, sizeof(a)));
   return 0;

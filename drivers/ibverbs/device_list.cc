@@ -298,6 +298,10 @@ ibv_context* ibv_open_device(ibv_device* device) {
   v.create_qp_ex = create_qp_ex;
   v.create_cq_ex = create_cq_ex;
   v.create_srq_ex = create_srq_ex;
+  v.get_srq_num = get_srq_num;
+  v.open_xrcd = open_xrcd;
+  v.close_xrcd = close_xrcd;
+  v.open_qp = open_qp;
   v.alloc_td = alloc_td;
   v.dealloc_td = dealloc_td;
   v.alloc_parent_domain = alloc_parent_domain;

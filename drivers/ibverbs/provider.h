@@ -158,9 +158,18 @@ struct USrq {
   std::unique_ptr<verbs::Srq> srq;
 };
 
+/// An XRC domain opening (ibv_open_xrcd): each opening has its handle,
+/// the domain is the device's (shared by file).
+struct UXrcd {
+  ibv_xrcd ibv{};
+  verbs::Xrcd* xrcd = nullptr;
+};
+
 struct UQp {
   ibv_qp_ex ibvx{};  // ibv_qp is its first member
-  std::unique_ptr<verbs::QueuePair> qp;
+  // Shared: an XRC target QP has a handle for each ibv_open_qp of it, and
+  // goes with the last.
+  std::shared_ptr<verbs::QueuePair> qp;
   ibv_ah_attr ah_attr{};  ///< as the last modify_qp gave it, for query_qp
   // ibv_wr_* (the extended post-send API) builds one WR at a time here and
   // keeps the batch until ibv_wr_complete posts it (ibv_wr_abort drops it).
@@ -193,6 +202,7 @@ inline verbs::Context& ctx_of(ibv_context* c) { return *to_uctx(c)->ctx; }
 inline verbs::Pd& pd_of(ibv_pd* pd) { return *to_u<UPd>(pd)->pd; }
 inline verbs::Cq& cq_of(ibv_cq* cq) { return *to_u<UCq>(cq)->cq; }
 inline verbs::QueuePair& qp_of(ibv_qp* qp) { return *to_u<UQp>(qp)->qp; }
+inline verbs::Xrcd& xrcd_of(ibv_xrcd* x) { return *to_u<UXrcd>(x)->xrcd; }
 
 /// An ibv_ah_attr as the verbs layer's address vector.
 verbs::AddressVector to_av(const ibv_ah_attr& ah);
@@ -222,6 +232,14 @@ ibv_td* alloc_td(ibv_context* context, ibv_td_init_attr* attr);
 int dealloc_td(ibv_td* td);
 ibv_pd* alloc_parent_domain(ibv_context* context, ibv_parent_domain_init_attr* attr);
 ibv_srq* create_srq_ex(ibv_context* ctx, ibv_srq_init_attr_ex* attr);
+int get_srq_num(ibv_srq* srq, uint32_t* srq_num);
+// XRC domains and target QPs (xrc.cc).
+ibv_xrcd* open_xrcd(ibv_context* ctx, ibv_xrcd_init_attr* attr);
+int close_xrcd(ibv_xrcd* xrcd);
+ibv_qp* open_qp(ibv_context* ctx, ibv_qp_open_attr* attr);
+/// The new handle of an XRC target QP (create_qp_ex, open_qp).
+ibv_qp* xrc_target_handle(ibv_context* ctx, std::shared_ptr<verbs::QueuePair> qp,
+                          void* qp_context);
 // Device memory (device_memory.cc, memory.cc).
 ibv_dm* alloc_dm(ibv_context* ctx, ibv_alloc_dm_attr* attr);
 int free_dm(ibv_dm* dm);

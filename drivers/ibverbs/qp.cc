@@ -41,18 +41,38 @@ std::uint32_t raw(const E& field) {
 
 ibv_qp* create(ibv_context* context, const ibv_qp_init_attr_ex& a) {
   UContext* c = ours(context);
-  if (!a.pd || ours(a.pd->context) != c || !a.send_cq || !a.recv_cq ||
-      ours(a.send_cq->context) != c || ours(a.recv_cq->context) != c ||
-      (a.srq && ours(a.srq->context) != c)) {
+  const std::uint32_t type = raw(a.qp_type);
+  if (type == IBV_QPT_XRC_RECV) {
+    // An XRC target has its domain and nothing else: no PD, no CQ, no
+    // queue (IBA A14.3.3; the kernel ignores the rest).
+    if (!a.xrcd || !ours(a.xrcd->context) || ours(a.xrcd->context)->dev != c->dev) {
+      errno = EINVAL;
+      return nullptr;
+    }
+    std::shared_ptr<verbs::QueuePair> qp;
+    if (int rc = verbs::QueuePair::create_xrc_target(xrcd_of(a.xrcd), &qp); rc != 0) {
+      errno = rc;
+      return nullptr;
+    }
+    return xrc_target_handle(context, std::move(qp), a.qp_context);
+  }
+  // An XRC initiator sends only: its receive CQ and SRQ are not looked at.
+  const bool ini = type == IBV_QPT_XRC_SEND;
+  if (!a.pd || ours(a.pd->context) != c || !a.send_cq || ours(a.send_cq->context) != c ||
+      (!ini && (!a.recv_cq || ours(a.recv_cq->context) != c ||
+                (a.srq && ours(a.srq->context) != c)))) {
     errno = EINVAL;
     return nullptr;
   }
-  if (a.create_flags != 0 || a.xrcd || a.rwq_ind_tbl) {
+  if (a.create_flags != 0 || a.rwq_ind_tbl) {
     errno = EOPNOTSUPP;
     return nullptr;
   }
   verbs::QpCaps caps;
-  switch (raw(a.qp_type)) {
+  switch (type) {
+    case IBV_QPT_XRC_SEND:
+      caps.type = verbs::QpType::kXrcIni;
+      break;
     case IBV_QPT_RC:
       caps.type = verbs::QpType::kRc;
       break;
@@ -73,9 +93,11 @@ ibv_qp* create(ibv_context* context, const ibv_qp_init_attr_ex& a) {
   caps.max_inline_data = a.cap.max_inline_data;
   caps.sq_sig_all = a.sq_sig_all != 0;
   std::unique_ptr<verbs::QueuePair> qp;
-  if (int rc = verbs::QueuePair::create(pd_of(a.pd), caps, cq_of(a.send_cq), cq_of(a.recv_cq),
-                                        a.srq ? to_u<USrq>(a.srq)->srq.get() : nullptr, &qp);
-      rc != 0) {
+  const int rc =
+      ini ? verbs::QueuePair::create_xrc_initiator(pd_of(a.pd), caps, cq_of(a.send_cq), &qp)
+          : verbs::QueuePair::create(pd_of(a.pd), caps, cq_of(a.send_cq), cq_of(a.recv_cq),
+                                     a.srq ? to_u<USrq>(a.srq)->srq.get() : nullptr, &qp);
+  if (rc != 0) {
     errno = rc;
     return nullptr;
   }
@@ -86,8 +108,8 @@ ibv_qp* create(ibv_context* context, const ibv_qp_init_attr_ex& a) {
   ibqp.qp_context = a.qp_context;
   ibqp.pd = a.pd;
   ibqp.send_cq = a.send_cq;
-  ibqp.recv_cq = a.recv_cq;
-  ibqp.srq = a.srq;
+  ibqp.recv_cq = ini ? nullptr : a.recv_cq;
+  ibqp.srq = ini ? nullptr : a.srq;
   ibqp.qp_num = q->qp->qpn();
   ibqp.handle = ibqp.qp_num;
   ibqp.state = IBV_QPS_RESET;
@@ -148,6 +170,7 @@ int to_send_wr(UQp* q, const ibv_send_wr& in, verbs::SendWr* out) {
       out->rkey = in.wr.rdma.rkey;
       break;
   }
+  if (q->qp->type() == verbs::QpType::kXrcIni) out->xrc_remote_srqn = in.qp_type.xrc.remote_srqn;
   if (q->qp->type() == verbs::QpType::kUd) {
     ibv_ah* ah = in.wr.ud.ah;
     if (!ah || !ours(ah->context)) return EINVAL;
@@ -188,9 +211,11 @@ int post_recv_chain(Queue& queue, ibv_recv_wr* wr, ibv_recv_wr** bad) {
 }  // namespace
 
 ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
-  const std::uint32_t known =
-      IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-  if (!attr || !(attr->comp_mask & IBV_QP_INIT_ATTR_PD)) {
+  const std::uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD |
+                              IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  // An XRC target is made in its domain, every other QP in a PD.
+  const bool target = attr && raw(attr->qp_type) == IBV_QPT_XRC_RECV;
+  if (!attr || !(attr->comp_mask & (target ? IBV_QP_INIT_ATTR_XRCD : IBV_QP_INIT_ATTR_PD))) {
     errno = EINVAL;
     return nullptr;
   }
@@ -206,7 +231,8 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
   }
   ibv_qp_init_attr_ex a = *attr;
   if (!(a.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS)) a.create_flags = 0;
-  a.xrcd = nullptr;
+  if (!(a.comp_mask & IBV_QP_INIT_ATTR_XRCD)) a.xrcd = nullptr;
+  if (!(a.comp_mask & IBV_QP_INIT_ATTR_PD)) a.pd = nullptr;
   a.rwq_ind_tbl = nullptr;
   ibv_qp* qp = create(context, a);
   if (qp) write_caps(to_u<UQp>(qp), &attr->cap);
@@ -232,7 +258,8 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
 }
 
 int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
-  if (qp_of(qp).srq()) {  // it receives from its SRQ, whatever the chain
+  // It receives from its SRQ (or, an XRC end, from none), whatever the chain.
+  if (qp_of(qp).caps().max_recv_wr == 0) {
     if (bad) *bad = wr;
     return EINVAL;
   }
@@ -360,7 +387,12 @@ int ibv_destroy_qp(ibv_qp* qp) {
   // Once it is destroyed no event names it, no packet reaches it and
   // nothing completes into its CQs any more; then the events queued for it
   // go. A QP still attached to a multicast group stays (EBUSY).
+  // An XRC target QP goes with its last handle; until then the others
+  // stand in for this one in its events.
+  std::shared_ptr<uroce::verbs::QueuePair> keep = q->qp;
   if (int rc = uroce::verbs::QueuePair::destroy(q->qp); rc != 0) return rc;
+  if (keep.use_count() > 1 && keep->handle == qp) keep->handle = nullptr;
+  keep.reset();
   forget_async_events(to_uctx(qp->context), qp);
   pthread_mutex_destroy(&qp->mutex);
   pthread_cond_destroy(&qp->cond);

@@ -40,6 +40,11 @@ void begin(ibv_qp_ex* qx, verbs::WrOpcode op) {
   q->wr_count = 1;
 }
 
+// XRC: the remote SRQ of the WR being built (an XRC initiator's).
+void wr_set_xrc_srqn(ibv_qp_ex* qx, uint32_t remote_srqn) {
+  of(qx)->wr_building.xrc_remote_srqn = remote_srqn;
+}
+
 void wr_start(ibv_qp_ex* qx) {
   UQp* q = of(qx);
   q->qp->lock_send();  // held until complete or abort: one batch at a time
@@ -83,7 +88,6 @@ void unsupported(ibv_qp_ex* qx) {
   of(qx)->wr_count = 0;
 }
 void wr_send_tso(ibv_qp_ex* qx, void*, uint16_t, uint16_t) { unsupported(qx); }
-void wr_set_xrc_srqn(ibv_qp_ex* qx, uint32_t) { unsupported(qx); }
 void wr_atomic_write(ibv_qp_ex* qx, uint32_t, uint64_t, const void*) { unsupported(qx); }
 
 // A type 2 window only, as ibv_wr_bind_mw(3) says; a bad bind fails the

@@ -14,10 +14,15 @@ namespace {
 static_assert(verbs::srq_attr::kMaxWr == IBV_SRQ_MAX_WR);
 static_assert(verbs::srq_attr::kLimit == IBV_SRQ_LIMIT);
 
-ibv_srq* create_srq(ibv_pd* pd, void* srq_context, const ibv_srq_attr& attr) {
+// A basic SRQ, or an XRC SRQ of `xrcd` completing into `cq`.
+ibv_srq* create_srq(ibv_pd* pd, void* srq_context, const ibv_srq_attr& attr,
+                    ibv_xrcd* xrcd = nullptr, ibv_cq* cq = nullptr) {
   std::unique_ptr<verbs::Srq> srq;
-  if (int rc = verbs::Srq::create(pd_of(pd), attr.max_wr, attr.max_sge, attr.srq_limit, &srq);
-      rc != 0) {
+  const int rc = xrcd ? verbs::Srq::create_xrc(pd_of(pd), xrcd_of(xrcd), cq_of(cq), attr.max_wr,
+                                               attr.max_sge, attr.srq_limit, &srq)
+                      : verbs::Srq::create(pd_of(pd), attr.max_wr, attr.max_sge, attr.srq_limit,
+                                           &srq);
+  if (rc != 0) {
     errno = rc;
     return nullptr;
   }
@@ -53,12 +58,32 @@ ibv_srq* create_srq_ex(ibv_context* context, ibv_srq_init_attr_ex* attr) {
     errno = EINVAL;
     return nullptr;
   }
-  if ((attr->comp_mask & ~(IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE)) ||
-      ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type != IBV_SRQT_BASIC)) {
-    errno = EOPNOTSUPP;  // XRC and tag-matching SRQs are not offered
+  constexpr std::uint32_t known =
+      IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+  const bool typed = attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE;
+  if ((attr->comp_mask & ~known) ||
+      (typed && attr->srq_type != IBV_SRQT_BASIC && attr->srq_type != IBV_SRQT_XRC)) {
+    errno = EOPNOTSUPP;  // tag-matching SRQs are not offered
     return nullptr;
   }
+  if (typed && attr->srq_type == IBV_SRQT_XRC) {
+    // An XRC SRQ names its domain and its CQ (libibverbs' ibv_cmd_create_srq_ex).
+    constexpr std::uint32_t xrc = IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+    if ((attr->comp_mask & xrc) != xrc || !attr->xrcd || !attr->cq ||
+        ours(attr->cq->context) != ours(context) || !ours(attr->xrcd->context)) {
+      errno = EINVAL;
+      return nullptr;
+    }
+    return create_srq(attr->pd, attr->srq_context, attr->attr, attr->xrcd, attr->cq);
+  }
   return create_srq(attr->pd, attr->srq_context, attr->attr);
+}
+
+int get_srq_num(ibv_srq* srq, uint32_t* srq_num) {
+  const verbs::Srq& s = *to_u<USrq>(srq)->srq;
+  if (!srq_num || s.xrcd() == nullptr) return EINVAL;  // only an XRC SRQ has a number
+  *srq_num = s.srq_num();
+  return 0;
 }
 
 }  // namespace uroce::ibverbs

@@ -348,7 +348,7 @@ int QueuePair::connect(const Remote& peer, const ConnectOptions& o) {
   using namespace verbs::attr_mask;
   verbs::QueuePair& q = *impl_->qp;
   const verbs::QpType type = q.type();
-  wire::Mtu mtu = q.pd().device().port_attr().active_mtu;
+  wire::Mtu mtu = q.context().device().port_attr().active_mtu;
   if (o.path_mtu != 0) {
     const auto code = std::countr_zero(o.path_mtu) - 7;  // 256 -> 1 ... 4096 -> 5
     if (std::popcount(o.path_mtu) != 1 || !wire::mtu_from_code(static_cast<unsigned>(code)))

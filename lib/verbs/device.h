@@ -33,6 +33,7 @@
 #include "verbs/gid_table.h"
 #include "verbs/limits.h"
 #include "verbs/mr_table.h"
+#include "verbs/xrcd.h"
 
 namespace uroce::verbs {
 
@@ -114,6 +115,9 @@ class Device {
   MrTable& mrs() { return mrs_; }
   /// Device memory (ibv_alloc_dm), shared by every context of the device.
   DmPool& dm() { return dm_; }
+  /// XRC domains and XRC SRQs (verbs/xrcd.h), device-wide: a domain
+  /// opened on a file is shared by every context that opens the file.
+  XrcDomains& xrc_domains() { return *xrc_; }
 
   /// A new QP number, unpredictable and unused on this device (on the
   /// host, for a device shared through its daemon); 0 when none can be
@@ -215,6 +219,7 @@ class Device {
   std::unique_ptr<engine::PollThread> poller_;
   MrTable mrs_{[this] { engine_->locked([] {}); }};
   DmPool dm_{transport::kMaxDmSize};
+  std::unique_ptr<XrcDomains> xrc_ = std::make_unique<XrcDomains>(*this);
   std::mutex qpn_mu_;
   std::vector<std::uint32_t> qpns_;
   std::atomic<std::uint32_t> next_pd_{1};

@@ -12,18 +12,22 @@
 
 namespace uroce::verbs {
 
-QueuePair::QueuePair(Pd& pd, Cq& send_cq, Cq& recv_cq, Srq* srq)
-    : pd_(pd),
+QueuePair::QueuePair(Context& ctx, Pd* pd, Cq* send_cq, Cq* recv_cq, Srq* srq, Xrcd* xrcd)
+    : ctx_(ctx),
+      dev_(ctx.device()),
+      pd_(pd),
       send_cq_(send_cq),
       recv_cq_(recv_cq),
       srq_(srq),
-      memory_(pd.device().mrs(), pd.id()) {
+      xrcd_(xrcd) {
+  if (pd_) memory_.emplace(dev_.mrs(), pd_->id());
   // Counted before the QP exists, so that a destroy racing with us sees
   // them in use.
-  pd_.users().acquire();
-  send_cq_.users().acquire();
-  recv_cq_.users().acquire();
+  if (pd_) pd_->users().acquire();
+  if (send_cq_) send_cq_->users().acquire();
+  if (recv_cq_) recv_cq_->users().acquire();
   if (srq_) srq_->users().acquire();
+  if (xrcd_) xrcd_->users().acquire();
 }
 
 int QueuePair::create(Pd& pd, const QpCaps& caps, Cq& send_cq, Cq& recv_cq, Srq* srq,
@@ -31,56 +35,95 @@ int QueuePair::create(Pd& pd, const QpCaps& caps, Cq& send_cq, Cq& recv_cq, Srq*
   using transport::QpType;
   Context& ctx = pd.context();
   if (&send_cq.context() != &ctx || &recv_cq.context() != &ctx ||
-      (srq && &srq->pd().context() != &ctx))
+      (srq && (&srq->pd().context() != &ctx || srq->xrcd() != nullptr)))
     return EINVAL;
   if (caps.type != QpType::kRc && caps.type != QpType::kUc && caps.type != QpType::kUd)
     return EOPNOTSUPP;
-  Device& dev = pd.device();
-  const DeviceAttr& a = dev.attr();
-  if (caps.max_send_wr > a.max_qp_wr || caps.max_send_sge > a.max_sge ||
-      caps.max_inline_data > a.max_inline_data)
-    return EINVAL;
+  const DeviceAttr& a = pd.device().attr();
   // With an SRQ the receive capabilities are the SRQ's and are ignored
   // here, as IBA 11.2.4.1 says.
   if (!srq && (caps.max_recv_wr > a.max_qp_wr || caps.max_recv_sge > a.max_sge)) return EINVAL;
-
-  std::unique_ptr<QueuePair> q(new QueuePair(pd, send_cq, recv_cq, srq));
-  QpCaps& granted = q->caps_;
-  granted = caps;
-  // A queue of depth 0 still holds one WR; one SGE always fits.
-  granted.max_send_wr = std::max(caps.max_send_wr, 1u);
-  granted.max_send_sge = std::max(caps.max_send_sge, 1u);
-  granted.max_recv_wr = srq ? 0 : std::max(caps.max_recv_wr, 1u);
-  granted.max_recv_sge = srq ? 0 : std::max(caps.max_recv_sge, 1u);
-
+  std::unique_ptr<QueuePair> q(new QueuePair(ctx, &pd, &send_cq, &recv_cq, srq, nullptr));
   transport::QpInit init;
-  init.type = caps.type;
-  init.qpn = dev.alloc_qpn();
-  if (init.qpn == 0) return EIO;  // a shared device whose daemon is gone
-  init.max_send_wr = granted.max_send_wr;
-  init.max_send_sge = granted.max_send_sge;
-  init.max_inline_data = granted.max_inline_data;
   init.send_cq = &send_cq;
   init.recv_cq = &recv_cq;
   init.srq = srq;
+  if (int rc = q->start(caps, init); rc != 0) return rc;
+  *out = std::move(q);
+  return 0;
+}
+
+int QueuePair::create_xrc_initiator(Pd& pd, const QpCaps& caps, Cq& send_cq,
+                                    std::unique_ptr<QueuePair>* out) {
+  if (&send_cq.context() != &pd.context()) return EINVAL;
+  std::unique_ptr<QueuePair> q(
+      new QueuePair(pd.context(), &pd, &send_cq, nullptr, nullptr, nullptr));
+  QpCaps c = caps;
+  c.type = transport::QpType::kXrcIni;
+  c.max_recv_wr = c.max_recv_sge = 0;
+  transport::QpInit init;
+  init.send_cq = &send_cq;
+  if (int rc = q->start(c, init); rc != 0) return rc;
+  *out = std::move(q);
+  return 0;
+}
+
+int QueuePair::create_xrc_target(Xrcd& xrcd, std::shared_ptr<QueuePair>* out) {
+  std::shared_ptr<QueuePair> q(
+      new QueuePair(xrcd.context(), nullptr, nullptr, nullptr, nullptr, &xrcd));
+  QpCaps c;
+  c.type = transport::QpType::kXrcTgt;
+  transport::QpInit init;
+  init.xrc = &xrcd;
+  if (int rc = q->start(c, init); rc != 0) return rc;
+  xrcd.add_target(q->qpn(), q);
+  *out = std::move(q);
+  return 0;
+}
+
+int QueuePair::start(const QpCaps& caps, transport::QpInit init) {
+  using transport::QpType;
+  const DeviceAttr& a = dev_.attr();
+  if (caps.max_send_wr > a.max_qp_wr || caps.max_send_sge > a.max_sge ||
+      caps.max_inline_data > a.max_inline_data)
+    return EINVAL;
+  const bool sends = caps.type != QpType::kXrcTgt;
+  const bool own_rq = srq_ == nullptr && caps.type != QpType::kXrcIni && caps.type != QpType::kXrcTgt;
+  QpCaps& granted = caps_;
+  granted = caps;
+  // A queue of depth 0 still holds one WR; one SGE always fits. A queue
+  // the QP does not have (an SRQ's, an XRC end's) is granted as 0.
+  granted.max_send_wr = sends ? std::max(caps.max_send_wr, 1u) : 0;
+  granted.max_send_sge = sends ? std::max(caps.max_send_sge, 1u) : 0;
+  granted.max_inline_data = sends ? caps.max_inline_data : 0;
+  granted.max_recv_wr = own_rq ? std::max(caps.max_recv_wr, 1u) : 0;
+  granted.max_recv_sge = own_rq ? std::max(caps.max_recv_sge, 1u) : 0;
+
+  init.type = caps.type;
+  init.qpn = dev_.alloc_qpn();
+  if (init.qpn == 0) return EIO;  // a shared device whose daemon is gone
+  init.max_send_wr = std::max(granted.max_send_wr, 1u);
+  init.max_send_sge = std::max(granted.max_send_sge, 1u);
+  init.max_inline_data = granted.max_inline_data;
   init.max_recv_wr = std::max(granted.max_recv_wr, 1u);
   init.max_recv_sge = std::max(granted.max_recv_sge, 1u);
   init.sq_sig_all = caps.sq_sig_all;
-  init.memory = &q->memory_;
-  q->memory_.set_qpn(init.qpn);
-  init.events = ctx.event_sink();
-  init.port_mtu = dev.port_attr().active_mtu;
-  q->cc_ = dev.make_congestion(&q->qp_raw_);
-  if (q->cc_ && caps.type != QpType::kUd) {
-    // UD datagrams go to many peers: no per-QP rate for them.
-    init.gate = q->cc_.get();
-    init.congestion = q->cc_.get();
+  if (memory_) {
+    init.memory = &*memory_;
+    memory_->set_qpn(init.qpn);
   }
-  q->qp_ = std::make_unique<transport::Qp>(init);
-  q->qp_raw_ = q->qp_.get();
-  ctx.enter(*q->qp_, *q);
-  dev.engine().attach(*q->qp_);
-  *out = std::move(q);
+  init.events = ctx_.event_sink();
+  init.port_mtu = dev_.port_attr().active_mtu;
+  cc_ = dev_.make_congestion(&qp_raw_);
+  if (cc_ && caps.type != QpType::kUd) {
+    // UD datagrams go to many peers: no per-QP rate for them.
+    init.gate = cc_.get();
+    init.congestion = cc_.get();
+  }
+  qp_ = std::make_unique<transport::Qp>(init);
+  qp_raw_ = qp_.get();
+  ctx_.enter(*qp_, *this);
+  dev_.engine().attach(*qp_);
   return 0;
 }
 
@@ -93,23 +136,33 @@ int QueuePair::destroy(std::unique_ptr<QueuePair>& qp) {
   return 0;
 }
 
+int QueuePair::destroy(std::shared_ptr<QueuePair>& qp) {
+  if (qp) {
+    std::lock_guard lock(qp->mcast_mu_);
+    if (!qp->mcast_.empty()) return EBUSY;
+  }
+  qp.reset();
+  return 0;
+}
+
 QueuePair::~QueuePair() {
-  Device& dev = pd_.device();
-  for (const wire::IpAddr& g : mcast_) dev.detach_mcast(g, qp_->qpn());
+  for (const wire::IpAddr& g : mcast_) dev_.detach_mcast(g, qp_->qpn());
   if (qp_) {
+    if (xrcd_) xrcd_->remove_target(qp_->qpn());
     // No event names it from now on, and once it is detached no packet
     // reaches it.
-    context().leave(*qp_);
-    dev.engine().detach(qp_->qpn());
-    memory_.release();
-    dev.retire_qp_counters(qp_->counters());
-    dev.free_qpn(qp_->qpn());
+    ctx_.leave(*qp_);
+    dev_.engine().detach(qp_->qpn());
+    if (memory_) memory_->release();
+    dev_.retire_qp_counters(qp_->counters());
+    dev_.free_qpn(qp_->qpn());
     qp_.reset();
   }
+  if (xrcd_) xrcd_->users().release();
   if (srq_) srq_->users().release();
-  recv_cq_.users().release();
-  send_cq_.users().release();
-  pd_.users().release();
+  if (recv_cq_) recv_cq_->users().release();
+  if (send_cq_) send_cq_->users().release();
+  if (pd_) pd_->users().release();
 }
 
 int QueuePair::modify(const QpModify& m, unsigned mask) {
@@ -118,6 +171,12 @@ int QueuePair::modify(const QpModify& m, unsigned mask) {
   // refused.
   constexpr unsigned kKnown = (am::kDestQpn << 1) - 1;
   if ((mask & ~kKnown) || (mask & (am::kCap | am::kAltPath))) return EINVAL;
+  // An XRC end ignores the attributes of the half it has not, as the
+  // kernel's uverbs drops them (modify_qp_mask) before the state machine
+  // looks: programs (perftest) set them as for RC.
+  if (type() == transport::QpType::kXrcIni) mask &= ~(am::kMaxDestRdAtomic | am::kMinRnrTimer);
+  if (type() == transport::QpType::kXrcTgt)
+    mask &= ~(am::kMaxQpRdAtomic | am::kRetryCnt | am::kRnrRetry);
   if ((mask & am::kCurState) && m.cur_state != qp_->state()) return EINVAL;
   if ((mask & am::kPort) && m.port_num != 1) return EINVAL;
   if ((mask & am::kPkeyIndex) && m.pkey_index != 0) return EINVAL;
@@ -126,7 +185,7 @@ int QueuePair::modify(const QpModify& m, unsigned mask) {
     if ((attr.qp_access_flags & ~access::kQp) != 0) return EINVAL;
     attr.qp_access_flags &= ~access::kOnDemand;
   }
-  Device& dev = pd_.device();
+  Device& dev = dev_;
   if (mask & am::kAv) {
     // The destination QPN is part of the flow's UDP source port.
     const std::uint32_t dst_qpn =
@@ -139,14 +198,14 @@ int QueuePair::modify(const QpModify& m, unsigned mask) {
   if ((mask & am::kState) && attr.qp_state == transport::QpState::kReset) {
     // A reset QP starts over: the completions it left in its CQs (the
     // flushes of its error state) go too.
-    send_cq_.remove_qp_completions(qp_->qpn());
-    if (&recv_cq_ != &send_cq_) recv_cq_.remove_qp_completions(qp_->qpn());
+    if (send_cq_) send_cq_->remove_qp_completions(qp_->qpn());
+    if (recv_cq_ && recv_cq_ != send_cq_) recv_cq_->remove_qp_completions(qp_->qpn());
   }
   return 0;
 }
 
 void QueuePair::query(transport::QpAttr* attr, transport::QpState* state) {
-  pd_.device().engine().locked([&] {
+  dev_.engine().locked([&] {
     *attr = qp_->attr();
     *state = qp_->state();
   });
@@ -159,10 +218,10 @@ int QueuePair::post_send(const transport::SendWr& wr) {
   return qp_->post_send(wr);
 }
 
-void QueuePair::doorbell() { pd_.device().progress().drive(); }
+void QueuePair::doorbell() { dev_.progress().drive(); }
 
 int QueuePair::post_recv(const transport::RecvWr& wr) {
-  if (srq_) return EINVAL;  // the QP receives from its SRQ
+  if (caps_.max_recv_wr == 0) return EINVAL;  // the QP receives from an SRQ, or not at all
   std::lock_guard lock(recv_mu_);
   return qp_->post_recv(wr);
 }
@@ -173,7 +232,7 @@ int QueuePair::attach_mcast(const std::array<std::uint8_t, 16>& gid, std::uint16
   if (type() != transport::QpType::kUd || !wire::is_multicast(group)) return EINVAL;
   std::lock_guard lock(mcast_mu_);
   if (std::find(mcast_.begin(), mcast_.end(), group) != mcast_.end()) return 0;
-  if (int rc = pd_.device().attach_mcast(group, *qp_); rc != 0) return rc;
+  if (int rc = dev_.attach_mcast(group, *qp_); rc != 0) return rc;
   mcast_.push_back(group);
   return 0;
 }
@@ -185,7 +244,7 @@ int QueuePair::detach_mcast(const std::array<std::uint8_t, 16>& gid, std::uint16
   std::lock_guard lock(mcast_mu_);
   const auto it = std::find(mcast_.begin(), mcast_.end(), group);
   if (it == mcast_.end()) return EINVAL;
-  if (int rc = pd_.device().detach_mcast(group, qpn()); rc != 0) return rc;
+  if (int rc = dev_.detach_mcast(group, qpn()); rc != 0) return rc;
   mcast_.erase(it);
   return 0;
 }
@@ -197,7 +256,7 @@ std::vector<wire::IpAddr> QueuePair::mcast_groups() const {
 
 int QueuePair::set_ud_destination(const Ah& ah, std::uint32_t remote_qpn,
                                   std::uint32_t remote_qkey, transport::SendWr* wr) const {
-  if (&ah.pd().context() != &pd_.context()) return EINVAL;
+  if (&ah.pd().context() != &ctx_) return EINVAL;
   wr->ud.route = &ah.route();
   wr->ud.remote_qpn = remote_qpn;
   // A Q_Key with the high bit set means the QP's own (IBA 10.2.5); the

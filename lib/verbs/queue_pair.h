@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "transport/qp.h"
@@ -20,6 +21,7 @@
 #include "verbs/mr_table.h"
 #include "verbs/pd.h"
 #include "verbs/srq.h"
+#include "verbs/xrcd.h"
 #include "wire/ip.h"
 
 namespace uroce::cc {
@@ -58,9 +60,20 @@ class QueuePair {
   /// for a QP type uroce does not offer.
   static int create(Pd& pd, const QpCaps& caps, Cq& send_cq, Cq& recv_cq, Srq* srq,
                     std::unique_ptr<QueuePair>* out);
+  /// An XRC initiator (IBV_QPT_XRC_SEND): RC's requester, no receive
+  /// queue; EINVAL as create.
+  static int create_xrc_initiator(Pd& pd, const QpCaps& caps, Cq& send_cq,
+                                  std::unique_ptr<QueuePair>* out);
+  /// An XRC target (IBV_QPT_XRC_RECV) of `xrcd`: RC's responder, no send
+  /// queue, no PD and no CQ of its own (each message brings its SRQ's).
+  /// It belongs to the domain: ibv_open_qp finds it there, and it goes
+  /// with the last handle (shared_ptr) to it.
+  static int create_xrc_target(Xrcd& xrcd, std::shared_ptr<QueuePair>* out);
   /// ibv_destroy_qp: EBUSY while the QP is attached to a multicast group
   /// (the kernel's uverbs_free_qp refuses it until the program detached).
   static int destroy(std::unique_ptr<QueuePair>& qp);
+  /// The same for a handle of a QP that may have several (an XRC target).
+  static int destroy(std::shared_ptr<QueuePair>& qp);
   /// Once this returns no packet reaches the QP and nothing completes into
   /// its CQs any more; the groups it was still attached to (a context
   /// torn down) lose it, as uverbs detaches them when a process ends.
@@ -81,11 +94,15 @@ class QueuePair {
   }
   /// An initial PSN, unpredictable (for front ends that choose one).
   static std::uint32_t random_psn();
-  Pd& pd() const { return pd_; }
-  Context& context() const { return pd_.context(); }
-  Cq& send_cq() const { return send_cq_; }
-  Cq& recv_cq() const { return recv_cq_; }
+  /// The PD, CQs and SRQ it was made with; an XRC target has none of
+  /// them (null), an XRC initiator no receive CQ.
+  Pd* pd() const { return pd_; }
+  Context& context() const { return ctx_; }
+  Cq* send_cq() const { return send_cq_; }
+  Cq* recv_cq() const { return recv_cq_; }
   Srq* srq() const { return srq_; }
+  /// An XRC target's domain.
+  Xrcd* xrcd() const { return xrcd_; }
   /// The capabilities granted (at least those asked for).
   const QpCaps& caps() const { return caps_; }
   /// The program's handle of the QP (its ibv_qp), for events.
@@ -128,13 +145,19 @@ class QueuePair {
                          transport::SendWr* wr) const;
 
  private:
-  QueuePair(Pd& pd, Cq& send_cq, Cq& recv_cq, Srq* srq);
+  QueuePair(Context& ctx, Pd* pd, Cq* send_cq, Cq* recv_cq, Srq* srq, Xrcd* xrcd);
+  /// Makes the transport QP (init: the type, sizes and CQs) and attaches
+  /// it to the engine.
+  int start(const QpCaps& caps, transport::QpInit init);
 
-  Pd& pd_;
-  Cq& send_cq_;
-  Cq& recv_cq_;
-  Srq* srq_;
-  PdMemory memory_;
+  Context& ctx_;
+  Device& dev_;
+  Pd* const pd_;
+  Cq* const send_cq_;
+  Cq* const recv_cq_;
+  Srq* const srq_;
+  Xrcd* const xrcd_;
+  std::optional<PdMemory> memory_;  ///< the PD's: every QP but an XRC target
   QpCaps caps_;
   std::mutex send_mu_;
   std::mutex recv_mu_;

@@ -4,8 +4,15 @@
 #include <cerrno>
 
 #include "verbs/device.h"
+#include "verbs/xrcd.h"
 
 namespace uroce::verbs {
+
+Srq::Srq(Pd& pd, std::uint32_t max_wr, std::uint32_t max_sge)
+    : transport::RecvQueue(max_wr, max_sge),
+      pd_(pd),
+      max_wr_(max_wr),
+      memory_(pd.device().mrs(), pd.id()) {}
 
 int Srq::create(Pd& pd, std::uint32_t max_wr, std::uint32_t max_sge, std::uint32_t limit,
                 std::unique_ptr<Srq>* out) {
@@ -21,13 +28,40 @@ int Srq::create(Pd& pd, std::uint32_t max_wr, std::uint32_t max_sge, std::uint32
   return 0;
 }
 
+int Srq::create_xrc(Pd& pd, Xrcd& xrcd, Cq& cq, std::uint32_t max_wr, std::uint32_t max_sge,
+                    std::uint32_t limit, std::unique_ptr<Srq>* out) {
+  Device& dev = pd.device();
+  if (&xrcd.device() != &dev || &cq.context().device() != &dev) return EINVAL;
+  std::unique_ptr<Srq> s;
+  if (int rc = create(pd, max_wr, max_sge, limit, &s); rc != 0) return rc;
+  s->srqn_ = dev.alloc_qpn();  // SRQ numbers come from the QPN space: unique, unpredictable
+  if (s->srqn_ == 0) return EIO;
+  s->xrcd_ = &xrcd;
+  s->cq_ = &cq;
+  xrcd.users().acquire();
+  cq.users().acquire();
+  dev.xrc_domains().add_srq(s->srqn_, *s);
+  *out = std::move(s);
+  return 0;
+}
+
 int Srq::destroy(std::unique_ptr<Srq>& srq) {
   if (srq->users_.busy()) return EBUSY;
   srq.reset();
   return 0;
 }
 
-Srq::~Srq() { pd_.users().release(); }
+Srq::~Srq() {
+  if (xrcd_ != nullptr) {
+    // Out of the table first: from here on no target QP reaches it.
+    Device& dev = pd_.device();
+    dev.xrc_domains().remove_srq(srqn_);
+    cq_->users().release();
+    xrcd_->users().release();
+  }
+  if (srqn_ != 0) pd_.device().free_qpn(srqn_);
+  pd_.users().release();
+}
 
 int Srq::modify(int mask, std::uint32_t max_wr, std::uint32_t limit) {
   (void)max_wr;

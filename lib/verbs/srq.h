@@ -2,17 +2,25 @@
 #pragma once
 
 // Shared receive queues (IBA 10.2.9.3, 11.2.3): a receive queue that
-// several QPs of a PD take from, with its limit event.
+// several QPs of a PD take from, with its limit event. An XRC SRQ (IBA
+// A14.3.1) belongs to an XRC domain too: it has a number, by which the
+// domain's target QPs reach it, and a CQ of its own, where its receives
+// complete; the RDMA requests of the messages sent to it are checked
+// against its PD's memory.
 
 #include <cstdint>
 #include <memory>
 #include <mutex>
 
 #include "transport/recv_queue.h"
+#include "verbs/cq.h"
+#include "verbs/mr_table.h"
 #include "verbs/pd.h"
 #include "verbs/use_count.h"
 
 namespace uroce::verbs {
+
+class Xrcd;
 
 /// ibv_modify_srq's mask (IBV_SRQ_*).
 namespace srq_attr {
@@ -26,6 +34,11 @@ class Srq : public transport::RecvQueue {
   /// for 0 or more than the device's WRs or SGEs, or a limit above max_wr.
   static int create(Pd& pd, std::uint32_t max_wr, std::uint32_t max_sge, std::uint32_t limit,
                     std::unique_ptr<Srq>* out);
+  /// An XRC SRQ of `xrcd`, completing into `cq`; EINVAL as create, and
+  /// for a CQ or domain of another device; EIO when no number can be had
+  /// (a shared device whose daemon is gone).
+  static int create_xrc(Pd& pd, Xrcd& xrcd, Cq& cq, std::uint32_t max_wr, std::uint32_t max_sge,
+                        std::uint32_t limit, std::unique_ptr<Srq>* out);
   /// EBUSY while QPs receive from it.
   static int destroy(std::unique_ptr<Srq>& srq);
   ~Srq();
@@ -39,15 +52,24 @@ class Srq : public transport::RecvQueue {
 
   Pd& pd() const { return pd_; }
   std::uint32_t max_wr() const { return max_wr_; }
+  /// XRC: the domain, the CQ, the number (ibv_get_srq_num) and the
+  /// memory target QPs reach; null and 0 for a basic SRQ.
+  Xrcd* xrcd() const { return xrcd_; }
+  Cq* cq() const { return cq_; }
+  std::uint32_t srq_num() const { return srqn_; }
+  transport::MemoryAccess* memory() { return &memory_; }
   UseCount& users() { return users_; }
   /// The program's handle of the SRQ (its ibv_srq), for events.
   void* handle = nullptr;
 
  private:
-  Srq(Pd& pd, std::uint32_t max_wr, std::uint32_t max_sge)
-      : transport::RecvQueue(max_wr, max_sge), pd_(pd), max_wr_(max_wr) {}
+  Srq(Pd& pd, std::uint32_t max_wr, std::uint32_t max_sge);
   Pd& pd_;
   const std::uint32_t max_wr_;
+  Xrcd* xrcd_ = nullptr;
+  Cq* cq_ = nullptr;
+  std::uint32_t srqn_ = 0;
+  PdMemory memory_;
   std::mutex post_mu_;
   UseCount users_;
 };

@@ -32,6 +32,7 @@ struct Pair {
   std::string client;  ///< ... on host a; "{peer}" becomes b's TCP address
   std::string expect;  ///< a regular expression the client's output must match
   bool ipv6 = false;   ///< RoCEv2 over IPv6: every RoCE frame must be IPv6
+  bool xrc = false;    ///< XRC: every RoCE frame must carry an XRC opcode (0xA0-0xB7)
   unsigned port = 18515;
 };
 
@@ -69,14 +70,15 @@ class Interop : public ::testing::Test {
         << out;
     // A one-way transfer (UC or UD) shows RoCEv2 at one end only.
     const std::size_t roce =
-        check_capture(dir + "/a.pcap", r.ipv6) + check_capture(dir + "/b.pcap", r.ipv6);
+        check_capture(dir + "/a.pcap", r) + check_capture(dir + "/b.pcap", r);
     EXPECT_GT(roce, 0u) << "no RoCEv2 frame on the link";
   }
 
   // Every RoCEv2 frame parses with a correct ICRC, checked by lib/wire and
   // by tests/support/icrc_check.py, and tshark decodes it as InfiniBand
   // with nothing malformed. Returns how many there were.
-  std::size_t check_capture(const std::string& pcap, bool ipv6) {
+  std::size_t check_capture(const std::string& pcap, const Pair& r) {
+    const bool ipv6 = r.ipv6;
     const auto frames = test::read_pcap(pcap);
     std::size_t roce = 0;
     for (std::size_t i = 0; i < frames.size(); ++i) {
@@ -88,6 +90,10 @@ class Interop : public ::testing::Test {
       ++roce;
       if (why == wire::DropReason::kNone) {
         EXPECT_EQ(pkt.ipv6, ipv6) << pcap << " frame " << i + 1 << " is IPv" << (pkt.ipv6 ? 6 : 4);
+        if (r.xrc && pkt.info->operation != wire::Operation::kCnp) {
+          EXPECT_EQ(wire::transport_of(pkt.bth.opcode), wire::Transport::kXrc)
+              << pcap << " frame " << i + 1 << " is " << pkt.info->name;
+        }
       }
       EXPECT_EQ(why, wire::DropReason::kNone)
           << pcap << " frame " << i + 1 << ": " << wire::name(why);
@@ -267,6 +273,22 @@ TEST_F(Interop, UdPingpong) { run(pingpong("ibv_ud_pingpong", "-c")); }
 TEST_F(Interop, UdPingpongEvents) { run(pingpong("ibv_ud_pingpong", "-c -e -s 1000")); }
 TEST_F(Interop, SrqPingpong) { run(pingpong("ibv_srq_pingpong", "-c")); }
 TEST_F(Interop, SrqPingpongEvents) { run(pingpong("ibv_srq_pingpong", "-c -e -q 4")); }
+
+// XRC: a domain opened on a file, XRC SRQs, initiator and target QPs,
+// the XRCETH on the wire.
+Pair xrc(Pair p) {
+  p.xrc = true;
+  return p;
+}
+TEST_F(Interop, XsrqPingpong) {
+  Pair p = xrc(pingpong("ibv_xsrq_pingpong", ""));
+  p.expect = R"((^|\n)success\n)";  // all it says once every message came back
+  run(p);
+}
+TEST_F(Interop, IbSendBwXrc) { run(xrc(perftest("ib_send_bw", "-c XRC -n 200", kBwLine))); }
+TEST_F(Interop, IbWriteBwXrc) { run(xrc(perftest("ib_write_bw", "-c XRC -n 200", kBwLine))); }
+TEST_F(Interop, IbReadBwXrc) { run(xrc(perftest("ib_read_bw", "-c XRC -n 200", kBwLine))); }
+TEST_F(Interop, IbSendLatXrc) { run(xrc(perftest("ib_send_lat", "-c XRC -n 200", kLatLine))); }
 
 }  // namespace
 }  // namespace uroce

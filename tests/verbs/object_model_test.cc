@@ -221,7 +221,7 @@ TEST_F(ObjectModel, AnImportEndedWhileInUseGoesWithItsLastUser) {
   Pd::unimport(imported);
   EXPECT_FALSE(imported);
   EXPECT_EQ(Pd::destroy(pd_), EBUSY) << "the import still stands for it";
-  EXPECT_EQ(&qp->pd(), raw) << "the QP's PD lives on";
+  EXPECT_EQ(qp->pd(), raw) << "the QP's PD lives on";
   QueuePair::destroy(qp);  // the last user: the import goes with it
   cq.reset();
   EXPECT_FALSE(other_->busy());
