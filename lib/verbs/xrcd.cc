@@ -48,7 +48,7 @@ std::shared_ptr<QueuePair> Xrcd::open_target(std::uint32_t qpn) {
 
 XrcDomains::~XrcDomains() {
   // Domains the program never closed go with the device.
-  for (auto& [file, xrcd] : by_file_) delete xrcd;
+  for (auto& entry : by_file_) delete entry.second;
 }
 
 int XrcDomains::open(Context& ctx, int fd, int oflags, Xrcd** out) {
