@@ -63,10 +63,26 @@ bool pkey_match(std::uint16_t a, std::uint16_t b) {
   return (a & 0x7FFF) == (b & 0x7FFF) && ((a | b) & 0x8000);
 }
 
+// The transport bits of a QP type's opcodes.
+wire::Transport transport_of(QpType type) {
+  switch (type) {
+    case QpType::kUc:
+      return wire::Transport::kUc;
+    case QpType::kUd:
+      return wire::Transport::kUd;
+    case QpType::kXrcIni:
+    case QpType::kXrcTgt:
+      return wire::Transport::kXrc;
+    default:
+      return wire::Transport::kRc;
+  }
+}
+
 }  // namespace
 
 Qp::Qp(const QpInit& init)
     : type_(init.type),
+      transport_(transport_of(init.type)),
       qpn_(init.qpn),
       sq_sig_all_(init.sq_sig_all),
       max_send_sge_(std::min(init.max_send_sge, kMaxSge)),
@@ -87,19 +103,6 @@ Qp::Qp(const QpInit& init)
       sq_inline_(sq_.size() * max_inline_),
       sq_routes_(type_ == QpType::kUd ? sq_.size() : 0) {}
 
-wire::Transport Qp::wire_transport() const {
-  switch (type_) {
-    case QpType::kUc:
-      return wire::Transport::kUc;
-    case QpType::kUd:
-      return wire::Transport::kUd;
-    case QpType::kXrcIni:
-    case QpType::kXrcTgt:
-      return wire::Transport::kXrc;
-    default:
-      return wire::Transport::kRc;
-  }
-}
 
 std::uint32_t Qp::packets_of(const SendWqe& wqe) const {
   switch (wqe.wr.opcode) {

@@ -91,7 +91,7 @@ class Qp {
     return type_ == QpType::kRc || type_ == QpType::kXrcIni || type_ == QpType::kXrcTgt;
   }
   /// The transport bits of the opcodes the QP sends and accepts.
-  wire::Transport wire_transport() const;
+  wire::Transport wire_transport() const { return transport_; }
   QpState state() const { return state_.load(std::memory_order_acquire); }
   const QpAttr& attr() const { return attr_; }
   /// The transmit gate congestion control installed, if any.
@@ -299,6 +299,7 @@ class Qp {
   std::uint32_t alloc_resource();
 
   const QpType type_;
+  const wire::Transport transport_;
   const std::uint32_t qpn_;
   const bool sq_sig_all_;
   const std::uint32_t max_send_sge_;

@@ -15,8 +15,8 @@ using wire::Psn;
 namespace {
 
 // Opcode of a SEND or WRITE packet from its place in the message.
-std::uint8_t send_write_opcode(QpType type, WrOpcode op, bool first, bool last) {
-  if (type == QpType::kUd) {
+std::uint8_t send_write_opcode(wire::Transport transport, WrOpcode op, bool first, bool last) {
+  if (transport == wire::Transport::kUd) {
     return static_cast<std::uint8_t>(op == WrOpcode::kSendWithImm ? Opcode::kUdSendOnlyWithImmediate
                                                                   : Opcode::kUdSendOnly);
   }
@@ -40,9 +40,7 @@ std::uint8_t send_write_opcode(QpType type, WrOpcode op, bool first, bool last) 
                        : Opcode::kRcSendMiddle;
   }
   // UC and XRC opcodes are the RC ones with their transport bits.
-  return wire::with_transport(rc, type == QpType::kUc       ? wire::Transport::kUc
-                                  : type == QpType::kXrcIni ? wire::Transport::kXrc
-                                                            : wire::Transport::kRc);
+  return wire::with_transport(rc, transport);
 }
 
 }  // namespace
@@ -123,7 +121,7 @@ bool Qp::build_request(SendWqe& wqe, TxPacket& pkt, std::uint32_t& len, bool& la
   const bool first = req_.offset == 0;
   len = std::min(mtu(), wqe.length - req_.offset);
   last = req_.offset + len == wqe.length;
-  pkt.bth.opcode = send_write_opcode(type_, wr.opcode, first, last);
+  pkt.bth.opcode = send_write_opcode(wire_transport(), wr.opcode, first, last);
   const wire::OpcodeInfo& info = wire::opcode_info(pkt.bth.opcode);
   if (info.has(wire::ExtHeader::kXrcEth)) ext.xrc_srqn = wr.xrc_remote_srqn;
   if (info.has(wire::ExtHeader::kReth)) ext.reth = {wr.remote_addr, wr.rkey, wqe.length};

@@ -127,20 +127,19 @@ int QueuePair::start(const QpCaps& caps, transport::QpInit init) {
   return 0;
 }
 
+bool QueuePair::in_groups() const {
+  std::lock_guard lock(mcast_mu_);
+  return !mcast_.empty();
+}
+
 int QueuePair::destroy(std::unique_ptr<QueuePair>& qp) {
-  if (qp) {
-    std::lock_guard lock(qp->mcast_mu_);
-    if (!qp->mcast_.empty()) return EBUSY;
-  }
+  if (qp && qp->in_groups()) return EBUSY;
   qp.reset();
   return 0;
 }
 
 int QueuePair::destroy(std::shared_ptr<QueuePair>& qp) {
-  if (qp) {
-    std::lock_guard lock(qp->mcast_mu_);
-    if (!qp->mcast_.empty()) return EBUSY;
-  }
+  if (qp && qp->in_groups()) return EBUSY;
   qp.reset();
   return 0;
 }

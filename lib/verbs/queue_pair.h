@@ -149,6 +149,8 @@ class QueuePair {
   /// Makes the transport QP (init: the type, sizes and CQs) and attaches
   /// it to the engine.
   int start(const QpCaps& caps, transport::QpInit init);
+  /// Attached to a multicast group: not to be destroyed (destroy).
+  bool in_groups() const;
 
   Context& ctx_;
   Device& dev_;

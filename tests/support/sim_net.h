@@ -60,6 +60,21 @@ struct SimStats {
 
 class SimNet;
 
+/// Connection attributes for RC (and XRC) QPs in the simulator: 1024-byte
+/// path MTU, 4 READs/atomics each way, the shortest RNR timer, a 4.2 ms
+/// local ACK timeout, 7 retries of each kind.
+inline transport::QpAttr rc_params() {
+  transport::QpAttr p;
+  p.path_mtu = wire::Mtu::k1024;
+  p.max_rd_atomic = 4;
+  p.max_dest_rd_atomic = 4;
+  p.min_rnr_timer = 1;
+  p.timeout = 10;  // 4.2 ms
+  p.retry_cnt = 7;
+  p.rnr_retry = 7;
+  return p;
+}
+
 /// One host: its address, memory, CQs and QPs.
 class SimHost : public transport::TxSink {
  public:

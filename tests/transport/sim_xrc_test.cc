@@ -18,17 +18,7 @@ namespace {
 using test::SimHost;
 using test::SimNet;
 
-QpAttr rc_params() {
-  QpAttr p;
-  p.path_mtu = wire::Mtu::k1024;
-  p.max_rd_atomic = 4;
-  p.max_dest_rd_atomic = 4;
-  p.min_rnr_timer = 1;
-  p.timeout = 10;
-  p.retry_cnt = 7;
-  p.rnr_retry = 7;
-  return p;
-}
+using test::rc_params;
 
 // A domain of the test's: its SRQs by number, and numbers that belong to
 // another domain.
