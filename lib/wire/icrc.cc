@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "wire/crc32.h"
+#include "wire/crc32_linear.h"
 #include "wire/ip.h"
 #include "wire/opcode.h"
 #include "wire/udp.h"
@@ -17,76 +18,132 @@ constexpr std::size_t kLrhStandIn = 8;
 constexpr std::size_t kMaskedV4 = Ipv4Hdr::kMinSize + UdpHdr::kSize + kBthSize;
 constexpr std::size_t kMaskedV6 = Ipv6Hdr::kSize + UdpHdr::kSize + kBthSize;
 
-// Packets up to this size (ACKs, CNPs, small sends) are copied whole into
-// the masking buffer and hashed in one CRC call: a CRC call's latency, not
-// its throughput, is what a short packet pays, and the masked copy costs
-// less than a second call.
-constexpr std::size_t kGatherWhole = 256;
+// The CRC-32 (zlib convention) of the 8 bytes of ones that stand in for
+// the LRH: every ICRC starts from it.
+constexpr std::uint32_t kAfterLrhStandIn = [] {
+  std::uint32_t r = 0xFFFFFFFF;
+  for (std::size_t i = 0; i < kLrhStandIn; ++i) r = (r >> 8) ^ crc32_linear::kByte[(r ^ 0xFF) & 0xFF];
+  return ~r;
+}();
+static_assert(kAfterLrhStandIn == 0x2144DF1C);  // zlib's crc32(0, 8 x 0xFF)
 
-// Sets to ones the variant fields of the IP + UDP + BTH headers in `h`
-// (which holds the first `len` bytes of the packet).
-void mask_variant_fields(std::uint8_t* h, std::size_t len, bool ipv6) {
-  auto ones = [&](std::size_t off, std::size_t n) {
-    for (std::size_t i = off; i < off + n && i < len; ++i) h[i] = 0xFF;
-  };
-  std::size_t udp;
-  if (ipv6) {
-    // Byte 0 keeps the version nibble; traffic class and flow label follow.
-    if (len > 0) h[0] |= 0x0F;
-    ones(1, 3);
-    ones(7, 1);  // hop limit
-    udp = Ipv6Hdr::kSize;
-  } else {
-    ones(1, 1);   // TOS: DSCP and ECN
-    ones(8, 1);   // TTL
-    ones(10, 2);  // header checksum
-    udp = Ipv4Hdr::kMinSize;
-  }
-  ones(udp + 6, 2);                  // UDP checksum
-  ones(udp + UdpHdr::kSize + 4, 1);  // BTH FECN, BECN, resv6
+// The bytes of the IP + UDP + BTH headers that the ICRC sees as ones, and
+// which of their bits.
+struct MaskedByte {
+  std::size_t offset;
+  std::uint8_t bits;
+};
+constexpr std::array<MaskedByte, 7> kMaskedV4Bytes{{
+    {1, 0xFF},                                      // TOS: DSCP and ECN
+    {8, 0xFF},                                      // TTL
+    {10, 0xFF},                                     // header checksum
+    {11, 0xFF},                                     //
+    {Ipv4Hdr::kMinSize + 6, 0xFF},                  // UDP checksum
+    {Ipv4Hdr::kMinSize + 7, 0xFF},                  //
+    {Ipv4Hdr::kMinSize + UdpHdr::kSize + 4, 0xFF},  // BTH FECN, BECN, resv6
+}};
+constexpr std::array<MaskedByte, 8> kMaskedV6Bytes{{
+    {0, 0x0F},                                    // traffic class, high nibble
+    {1, 0xFF},                                    // traffic class, flow label
+    {2, 0xFF},                                    //
+    {3, 0xFF},                                    //
+    {7, 0xFF},                                    // hop limit
+    {Ipv6Hdr::kSize + 6, 0xFF},                   // UDP checksum
+    {Ipv6Hdr::kSize + 7, 0xFF},                   //
+    {Ipv6Hdr::kSize + UdpHdr::kSize + 4, 0xFF},  // BTH FECN, BECN, resv6
+}};
+
+// The fast path, for a packet in one buffer (how both the frame builder
+// and the parser hand it over): one CRC call over the packet as it is,
+// then the difference the masked bytes make, by linearity
+// (crc32_linear.h). Copying the headers to mask them costs more than that
+// whole correction: the copy's byte stores stall the CRC's wide loads
+// that read them back.
+//
+// A masked byte's difference is its masked bits inverted. kDeltaV4[i][d]
+// is crc32_linear of difference d at the i-th masked byte, followed by
+// the rest of the masked headers.
+template <std::size_t N>
+constexpr auto delta_tables(const std::array<MaskedByte, N>& bytes, std::size_t headers) {
+  std::array<std::array<std::uint32_t, 256>, N> t{};
+  for (std::size_t i = 0; i < N; ++i) t[i] = crc32_linear::byte_at(headers - 1 - bytes[i].offset);
+  return t;
+}
+constexpr auto kDeltaV4 = delta_tables(kMaskedV4Bytes, kMaskedV4);
+constexpr auto kDeltaV6 = delta_tables(kMaskedV6Bytes, kMaskedV6);
+
+template <std::size_t N>
+std::uint32_t headers_delta(const std::uint8_t* p, const std::array<MaskedByte, N>& bytes,
+                            const std::array<std::array<std::uint32_t, 256>, N>& tables) {
+  std::uint32_t d = 0;
+  for (std::size_t i = 0; i < N; ++i)
+    d ^= tables[i][static_cast<std::uint8_t>(~p[bytes[i].offset] & bytes[i].bits)];
+  return d;
 }
 
-}  // namespace
+std::uint32_t icrc_contiguous(ConstBytes packet, bool ipv6) {
+  const std::size_t headers = ipv6 ? kMaskedV6 : kMaskedV4;
+  const std::uint32_t delta = ipv6 ? headers_delta(packet.data(), kMaskedV6Bytes, kDeltaV6)
+                                   : headers_delta(packet.data(), kMaskedV4Bytes, kDeltaV4);
+  return crc32(kAfterLrhStandIn, packet) ^
+         crc32_linear::shift(delta, packet.size() - headers);
+}
 
-std::uint32_t icrc_compute(std::span<const ConstBytes> segments) {
-  // Gather the header bytes that need masking (or the whole of a short
-  // packet) into a local buffer behind the LRH stand-in; they may straddle
-  // segments.
-  std::array<std::uint8_t, kLrhStandIn + kGatherWhole> head;
-  std::memset(head.data(), 0xFF, kLrhStandIn);
+// The general path, for a chain of segments and for packets too short to
+// hold the headers: the masked headers are gathered into a buffer (they
+// may straddle segments) and masked there.
+template <std::size_t N>
+void mask(std::uint8_t* h, std::size_t len, const std::array<MaskedByte, N>& bytes) {
+  for (const MaskedByte& b : bytes)
+    if (b.offset < len) h[b.offset] |= b.bits;
+}
 
+std::uint32_t icrc_gathered(std::span<const ConstBytes> segments) {
   bool ipv6 = false;
-  bool version_seen = false;
-  std::size_t total = 0;
   for (const ConstBytes& s : segments) {
-    if (!version_seen && !s.empty()) {
+    if (!s.empty()) {
       ipv6 = (s[0] >> 4) == 6;
-      version_seen = true;
+      break;
     }
-    total += s.size();
   }
-  const std::size_t masked = total <= kGatherWhole ? total : ipv6 ? kMaskedV6 : kMaskedV4;
-
+  std::array<std::uint8_t, kMaskedV6> head;
+  const std::size_t headers = ipv6 ? kMaskedV6 : kMaskedV4;
   std::size_t got = 0;
   std::size_t seg = 0;
   std::size_t seg_off = 0;
-  for (; seg < segments.size() && got < masked; ++seg) {
-    const std::size_t n = std::min(masked - got, segments[seg].size());
-    std::memcpy(head.data() + kLrhStandIn + got, segments[seg].data(), n);
+  for (; seg < segments.size() && got < headers; ++seg) {
+    const std::size_t n = std::min(headers - got, segments[seg].size());
+    std::memcpy(head.data() + got, segments[seg].data(), n);
     got += n;
     if (n < segments[seg].size()) {
       seg_off = n;  // the rest of this segment follows the masked headers
       break;
     }
   }
-  mask_variant_fields(head.data() + kLrhStandIn, got, ipv6);
+  if (ipv6)
+    mask(head.data(), got, kMaskedV6Bytes);
+  else
+    mask(head.data(), got, kMaskedV4Bytes);
 
-  std::uint32_t crc = crc32(0, ConstBytes(head.data(), kLrhStandIn + got));
+  std::uint32_t crc = crc32(kAfterLrhStandIn, ConstBytes(head.data(), got));
   if (seg < segments.size()) {
     crc = crc32(crc, segments[seg].subspan(seg_off));
     for (++seg; seg < segments.size(); ++seg) crc = crc32(crc, segments[seg]);
   }
   return crc;
+}
+
+}  // namespace
+
+std::uint32_t icrc_compute(std::span<const ConstBytes> segments) {
+  if (segments.size() == 1 && !segments[0].empty()) {
+    const ConstBytes s = segments[0];
+    const bool ipv6 = (s[0] >> 4) == 6;
+    const std::size_t headers = ipv6 ? kMaskedV6 : kMaskedV4;
+    if (s.size() >= headers && s.size() - headers <= crc32_linear::kMaxShift)
+      return icrc_contiguous(s, ipv6);
+  }
+  return icrc_gathered(segments);
 }
 
 }  // namespace uroce::wire
