@@ -47,7 +47,8 @@ void ContextEvents::cq_overflow(verbs::Cq& cq) {
 }
 
 void ContextEvents::qp_fatal(verbs::QueuePair& qp) {
-  if (qp.handle == nullptr) return;  // an XRC target whose handles are all gone
+  if (post_xrc_target_event(qp, IBV_EVENT_QP_FATAL)) return;
+  if (qp.handle == nullptr) return;
   ibv_async_event e{};
   e.element.qp = static_cast<ibv_qp*>(qp.handle);
   e.event_type = IBV_EVENT_QP_FATAL;

@@ -240,6 +240,12 @@ ibv_qp* open_qp(ibv_context* ctx, ibv_qp_open_attr* attr);
 /// The new handle of an XRC target QP (create_qp_ex, open_qp).
 ibv_qp* xrc_target_handle(ibv_context* ctx, std::shared_ptr<verbs::QueuePair> qp,
                           void* qp_context);
+/// Before an XRC target QP's handle is freed: no event names it after.
+void forget_xrc_target_handle(ibv_qp* handle);
+/// Queues `type` for every handle of the XRC target QP `qp`, each in its
+/// own context, as the kernel delivers a shared QP's events to each
+/// opener; false if `qp` has no handle (it is no XRC target).
+bool post_xrc_target_event(const verbs::QueuePair& qp, ibv_event_type type);
 // Device memory (device_memory.cc, memory.cc).
 ibv_dm* alloc_dm(ibv_context* ctx, ibv_alloc_dm_attr* attr);
 int free_dm(ibv_dm* dm);

@@ -388,11 +388,9 @@ int ibv_destroy_qp(ibv_qp* qp) {
   // nothing completes into its CQs any more; then the events queued for it
   // go. A QP still attached to a multicast group stays (EBUSY).
   // An XRC target QP goes with its last handle; until then the others
-  // stand in for this one in its events.
-  std::shared_ptr<uroce::verbs::QueuePair> keep = q->qp;
+  // get its events.
+  if (qp->qp_type == IBV_QPT_XRC_RECV) forget_xrc_target_handle(qp);
   if (int rc = uroce::verbs::QueuePair::destroy(q->qp); rc != 0) return rc;
-  if (keep.use_count() > 1 && keep->handle == qp) keep->handle = nullptr;
-  keep.reset();
   forget_async_events(to_uctx(qp->context), qp);
   pthread_mutex_destroy(&qp->mutex);
   pthread_cond_destroy(&qp->cond);

@@ -4,10 +4,27 @@
 // in qp.cc.
 
 #include <cerrno>
+#include <mutex>
+#include <unordered_map>
 
 #include "ibverbs/provider.h"
 
 namespace uroce::ibverbs {
+namespace {
+
+// Every handle of every XRC target QP, across the process's contexts. An
+// event is queued to a handle's context under the lock, and a handle
+// leaves under it before its events are forgotten and it is freed.
+struct TargetHandles {
+  std::mutex mu;
+  std::unordered_multimap<const verbs::QueuePair*, ibv_qp*> of;
+};
+TargetHandles& target_handles() {
+  static TargetHandles* t = new TargetHandles();  // outlives every handle
+  return *t;
+}
+
+}  // namespace
 
 ibv_xrcd* open_xrcd(ibv_context* context, ibv_xrcd_init_attr* attr) {
   // As libibverbs' ibv_cmd_open_xrcd: the descriptor and the flags are
@@ -54,9 +71,36 @@ ibv_qp* xrc_target_handle(ibv_context* context, std::shared_ptr<verbs::QueuePair
   pthread_mutex_init(&ibqp.mutex, nullptr);
   pthread_cond_init(&ibqp.cond, nullptr);
   init_qp_ex(q);
-  // Events name the first handle; a later one stands in when it goes.
-  if (q->qp->handle == nullptr) q->qp->handle = &ibqp;
+  TargetHandles& t = target_handles();
+  std::lock_guard lock(t.mu);
+  t.of.emplace(q->qp.get(), &ibqp);
   return &ibqp;
+}
+
+void forget_xrc_target_handle(ibv_qp* handle) {
+  TargetHandles& t = target_handles();
+  std::lock_guard lock(t.mu);
+  auto [first, last] = t.of.equal_range(to_u<UQp>(handle)->qp.get());
+  for (auto it = first; it != last; ++it) {
+    if (it->second == handle) {
+      t.of.erase(it);
+      return;
+    }
+  }
+}
+
+bool post_xrc_target_event(const verbs::QueuePair& qp, ibv_event_type type) {
+  TargetHandles& t = target_handles();
+  std::lock_guard lock(t.mu);
+  auto [first, last] = t.of.equal_range(&qp);
+  if (first == last) return false;
+  for (auto it = first; it != last; ++it) {
+    ibv_async_event e{};
+    e.element.qp = it->second;
+    e.event_type = type;
+    post_async_event(to_uctx(it->second->context), e);
+  }
+  return true;
 }
 
 ibv_qp* open_qp(ibv_context* context, ibv_qp_open_attr* attr) {
