@@ -34,13 +34,6 @@ std::string IpAddr::to_string() const {
   return s;
 }
 
-std::uint16_t inet_checksum(const std::uint8_t* p, std::size_t len, std::uint32_t sum) {
-  for (; len > 1; p += 2, len -= 2) sum += load_be16(p);
-  if (len) sum += std::uint32_t{p[0]} << 8;
-  while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
-  return static_cast<std::uint16_t>(~sum);
-}
-
 std::uint16_t ip6_checksum(const IpAddr& src, const IpAddr& dst, std::uint8_t proto,
                            std::span<const ConstBytes> packet) {
   // Big-endian 32-bit words summed into 64 bits fold to the same ones'

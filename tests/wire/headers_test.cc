@@ -125,6 +125,31 @@ TEST(Ip, Ipv4HeaderRoundTripsWithAValidChecksum) {
   EXPECT_EQ(b.src, 0x0A000001u);
 }
 
+// The Internet checksum against RFC 1071 written out (16-bit words, end
+// around carry), at every length up to 64 and from any starting sum; and
+// RFC 1071's own example.
+TEST(Ip, InternetChecksumIsRfc1071s) {
+  auto reference = [](const std::vector<std::uint8_t>& b, std::uint32_t sum) {
+    std::uint32_t s = sum;
+    for (std::size_t i = 0; i < b.size(); i += 2) {
+      s += std::uint32_t{b[i]} << 8 | (i + 1 < b.size() ? b[i + 1] : 0u);
+      s = (s & 0xFFFF) + (s >> 16);
+    }
+    while (s >> 16) s = (s & 0xFFFF) + (s >> 16);
+    return static_cast<std::uint16_t>(~s);
+  };
+  std::mt19937_64 rng(21);
+  for (int i = 0; i < 20000; ++i) {
+    std::vector<std::uint8_t> b(rng() % 65);
+    const int fill = static_cast<int>(rng() % 3);  // random, all ones, all zeros
+    for (auto& x : b) x = fill == 0 ? static_cast<std::uint8_t>(rng()) : fill == 1 ? 0xFF : 0;
+    const auto sum = static_cast<std::uint32_t>(rng() % 3 == 0 ? 0 : rng() % (1u << 24));
+    ASSERT_EQ(inet_checksum(b.data(), b.size(), sum), reference(b, sum)) << b.size();
+  }
+  const std::uint8_t rfc1071[] = {0x00, 0x01, 0xF2, 0x03, 0xF4, 0xF5, 0xF6, 0xF7};
+  EXPECT_EQ(inet_checksum(rfc1071, sizeof(rfc1071)), static_cast<std::uint16_t>(~0xDDF2));
+}
+
 TEST(Ip, Ipv6HeaderRoundTrips) {
   Ipv6Hdr h;
   h.traffic_class = 0x6A;
