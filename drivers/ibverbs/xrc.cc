@@ -71,6 +71,10 @@ ibv_qp* xrc_target_handle(ibv_context* context, std::shared_ptr<verbs::QueuePair
   pthread_mutex_init(&ibqp.mutex, nullptr);
   pthread_cond_init(&ibqp.cond, nullptr);
   init_qp_ex(q);
+  // The handle is an object of its context, which is not closed under it
+  // (events are queued to that context): in another context than the
+  // QP's maker, nothing else would say so.
+  ours(context)->ctx->objects().acquire();
   TargetHandles& t = target_handles();
   std::lock_guard lock(t.mu);
   t.of.emplace(q->qp.get(), &ibqp);
@@ -78,15 +82,18 @@ ibv_qp* xrc_target_handle(ibv_context* context, std::shared_ptr<verbs::QueuePair
 }
 
 void forget_xrc_target_handle(ibv_qp* handle) {
-  TargetHandles& t = target_handles();
-  std::lock_guard lock(t.mu);
-  auto [first, last] = t.of.equal_range(to_u<UQp>(handle)->qp.get());
-  for (auto it = first; it != last; ++it) {
-    if (it->second == handle) {
-      t.of.erase(it);
-      return;
+  {
+    TargetHandles& t = target_handles();
+    std::lock_guard lock(t.mu);
+    auto [first, last] = t.of.equal_range(to_u<UQp>(handle)->qp.get());
+    for (auto it = first; it != last; ++it) {
+      if (it->second == handle) {
+        t.of.erase(it);
+        break;
+      }
     }
   }
+  ours(handle->context)->ctx->objects().release();
 }
 
 bool post_xrc_target_event(const verbs::QueuePair& qp, ibv_event_type type) {
