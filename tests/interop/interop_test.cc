@@ -289,6 +289,12 @@ TEST_F(Interop, IbSendBwXrc) { run(xrc(perftest("ib_send_bw", "-c XRC -n 200", k
 TEST_F(Interop, IbWriteBwXrc) { run(xrc(perftest("ib_write_bw", "-c XRC -n 200", kBwLine))); }
 TEST_F(Interop, IbReadBwXrc) { run(xrc(perftest("ib_read_bw", "-c XRC -n 200", kBwLine))); }
 TEST_F(Interop, IbSendLatXrc) { run(xrc(perftest("ib_send_lat", "-c XRC -n 200", kLatLine))); }
+TEST_F(Interop, IbWriteLatXrc) { run(xrc(perftest("ib_write_lat", "-c XRC -n 200", kLatLine))); }
+TEST_F(Interop, IbReadLatXrc) { run(xrc(perftest("ib_read_lat", "-c XRC -n 200", kLatLine))); }
+TEST_F(Interop, IbAtomicBwXrc) { run(xrc(perftest("ib_atomic_bw", "-c XRC -n 500", kBwLine))); }
+TEST_F(Interop, IbAtomicLatXrc) {
+  run(xrc(perftest("ib_atomic_lat", "-c XRC -n 200 -A CMP_AND_SWAP", kLatLine)));
+}
 
 }  // namespace
 }  // namespace uroce
