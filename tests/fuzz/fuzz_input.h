@@ -168,6 +168,7 @@ struct Targets {
   std::vector<std::uint64_t> addresses;  ///< VA bases (RETH, AtomicETH)
   std::uint32_t qkey = 0;
   std::uint32_t max_payload = 4096;
+  std::vector<std::uint32_t> srqns;      ///< XRCETH SRQ number choices
 };
 
 inline constexpr std::uint8_t kRaw = 0xF0;
@@ -181,7 +182,8 @@ struct Packet {
 
 /// The fields of one packet. Layout: opcode index, flags (ack_req, se,
 /// mig_req, fecn, becn; the top three bits pick the QP), PSN delta
-/// (signed 16), then each extension header the opcode has, then the
+/// (signed 16), then each extension header the opcode has (an XRCETH's
+/// SRQ number picked from the targets' or raw), then the
 /// payload length (16 bits, modulo max_payload + 64) and as many payload
 /// bytes as the input still holds (the rest a pattern).
 inline Packet read_packet(Input& in, const Targets& t) {
@@ -210,6 +212,10 @@ inline Packet read_packet(Input& in, const Targets& t) {
     if (sel >= kRaw || t.addresses.empty()) return in.u64();
     return t.addresses[sel % t.addresses.size()] + static_cast<std::uint64_t>(std::int64_t{off});
   };
+  if (info.has(wire::ExtHeader::kXrcEth)) {
+    const std::uint8_t sel = in.u8();
+    p.ext.xrc_srqn = sel >= kRaw || t.srqns.empty() ? in.u24() : t.srqns[sel % t.srqns.size()];
+  }
   if (info.has(wire::ExtHeader::kDeth)) {
     const std::uint8_t sel = in.u8();
     p.ext.deth.qkey = sel >= kRaw ? in.u32() : t.qkey;
@@ -261,6 +267,8 @@ struct PacketChoice {
   std::uint8_t qkey_index = 0;
   std::uint32_t raw_qkey = 0;
   std::uint32_t src_qp = 0;
+  std::uint8_t srqn_index = 0;
+  std::uint32_t raw_srqn = 0;
   std::vector<std::uint8_t> payload;
 };
 
@@ -278,6 +286,10 @@ inline void write_packet(Output& out, const PacketChoice& c) {
     out.u32(static_cast<std::uint32_t>(c.va_offset));
     if (c.va_index >= kRaw) out.u64(c.raw_va);
   };
+  if (info.has(wire::ExtHeader::kXrcEth)) {
+    out.u8(c.srqn_index);
+    if (c.srqn_index >= kRaw) out.u24(c.raw_srqn);
+  }
   if (info.has(wire::ExtHeader::kDeth)) {
     out.u8(c.qkey_index);
     if (c.qkey_index >= kRaw) out.u32(c.raw_qkey);

@@ -555,6 +555,40 @@ void transport_rx() {
     t.transmit();
     write("fuzz_transport_rx", "ud-datagrams", t.o.data());
   }
+  // An XRC target: requests name an SRQ of its domain by index (0, 1),
+  // one of another domain (2) or of none (3).
+  constexpr std::uint8_t kXrcTgt1024 = 3 | 2 << 2;
+  auto xrc = [](PacketChoice c, std::uint8_t srqn_index) {
+    c.opcode = wire::with_transport(static_cast<Opcode>(c.opcode), wire::Transport::kXrc);
+    c.srqn_index = srqn_index;
+    return c;
+  };
+  auto srq_recv = [](Transport& t, std::uint16_t len, std::uint8_t srq) {
+    t.post_recv(len);
+    t.o.u8(srq);  // which SRQ of the domain
+  };
+  {
+    Transport t(kXrcTgt1024);  // SENDs to both SRQs, a WRITE, a READ, an atomic
+    srq_recv(t, 4096, 0);
+    srq_recv(t, 4096, 1);
+    t.packet(xrc(request(Opcode::kRcSendOnly, 0, 100), 0));
+    t.packet(xrc(request(Opcode::kRcSendFirst, 1, 1024), 1));
+    t.packet(xrc(request(Opcode::kRcSendLast, 2, 10), 1));
+    t.packet(xrc(request(Opcode::kRcRdmaWriteOnly, 3, 64, 0, 0, 0, 64), 0));
+    t.packet(xrc(request(Opcode::kRcRdmaReadRequest, 4, 0, 0, 0, 0, 2000), 1));
+    t.packet(xrc(request(Opcode::kRcFetchAdd, 5, 0, 0, 0, 0), 0));
+    t.transmit();
+    write("fuzz_transport_rx", "xrc-target", t.o.data());
+  }
+  {
+    Transport t(kXrcTgt1024);  // an SRQ of another domain, then of none
+    srq_recv(t, 4096, 0);
+    t.packet(xrc(request(Opcode::kRcSendOnly, 0, 100), 2));
+    t.transmit();
+    t.packet(xrc(request(Opcode::kRcSendOnly, 1, 100), 3));
+    t.transmit();
+    write("fuzz_transport_rx", "xrc-target-bad-srqs", t.o.data());
+  }
 }
 
 }  // namespace

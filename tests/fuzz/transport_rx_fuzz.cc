@@ -2,8 +2,10 @@
 // libFuzzer target for the transport's receive path: Qp::receive, the
 // responder (its R_Key, VA and length checks, WRITEs, READs, atomics,
 // SENDs into posted receives) and the completer (ACKs, NAKs, READ
-// responses, atomic ACKs against posted WRs), for an RC, UC or UD QP over
-// lib/verbs' real MrTable. The peer's memory is three pages between two
+// responses, atomic ACKs against posted WRs), for an RC, UC or UD QP or
+// an XRC target QP over lib/verbs' real MrTable. The target's domain has
+// two SRQs of this memory's PD, a number of another domain's and numbers
+// of none; its requests name one in their XRCETH. The peer's memory is three pages between two
 // PROT_NONE guard pages, with regions that end at the guards, a
 // zero-based one, one of another PD and a deregistered key; the QP's own
 // SGEs lie in a page between guards too.
@@ -17,8 +19,8 @@
 // each for its responder's and requester's READ/atomic depths, then
 // actions until the input ends, each a byte and its fields (fuzz_input.h's
 // packet encoding for packets):
-//   0-2 a packet from the peer      3 post a receive
-//   4   post a send WR              5 let the QP transmit, poll the CQs
+//   0-2 a packet from the peer      3 post a receive (a target: to an SRQ)
+//   4   post a send WR (not a target) 5 let the QP transmit, poll the CQs
 //   6   advance time, run timers    7 modify the QP (any state, any mask)
 
 #include <sys/mman.h>
@@ -31,6 +33,7 @@
 #include "fuzz/fuzz_input.h"
 #include "transport/cq.h"
 #include "transport/qp.h"
+#include "transport/recv_queue.h"
 #include "verbs/mr_table.h"
 #include "wire/roce_parser.h"
 
@@ -50,6 +53,9 @@ constexpr std::uint32_t kSqPsn = 0xFFFFF0;  // our requester's first PSN, near t
 constexpr std::uint32_t kQkey = 0x11111111;
 constexpr std::size_t kPage = 4096;
 constexpr std::uint8_t kPattern = 0xA5;
+constexpr std::uint32_t kSrqA = 0x0A0A01;
+constexpr std::uint32_t kSrqB = 0x0B0B02;
+constexpr std::uint32_t kForeignSrq = 0x0C0C03;  // an SRQ of another domain
 
 // `pages` pages between two PROT_NONE guard pages.
 std::uint8_t* guarded(std::size_t pages) {
@@ -165,6 +171,28 @@ class CheckingSink : public transport::TxSink {
   std::vector<std::uint8_t> frame_;
 };
 
+// The XRC target's domain: two SRQs, each with its CQ, in the PD the
+// peer's keys belong to.
+class Domain : public transport::XrcDomain {
+ public:
+  explicit Domain(transport::MemoryAccess* memory) : memory_(memory) {}
+  Lookup find_srq(std::uint32_t srqn, transport::XrcSrq* out) override {
+    if (srqn == kForeignSrq) return Lookup::kOtherDomain;
+    Srq* s = srqn == kSrqA ? &a : srqn == kSrqB ? &b : nullptr;
+    if (!s) return Lookup::kNoSuchSrq;
+    *out = {&s->rq, &s->cq, memory_};
+    return Lookup::kFound;
+  }
+  struct Srq {
+    transport::RecvQueue rq{8, 2};
+    transport::Cq cq{16};
+  };
+  Srq a, b;
+
+ private:
+  transport::MemoryAccess* memory_;
+};
+
 wire::RoceRoute route(bool to_peer) {
   wire::RoceRoute r;
   const std::uint8_t us = 1, peer = 2;
@@ -192,12 +220,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   Input in(data, size);
 
   // The QP: type, path MTU, the access it grants, its atomic depths.
-  // Bits 0-1: RC, UC, UD (3: RC); 2-4: path MTU 256 << (n % 5); 5-7:
+  // Bits 0-1: RC, UC, UD, XRC target; 2-4: path MTU 256 << (n % 5); 5-7:
   // remote write, read, atomic access withheld.
   const std::uint8_t setup = in.u8();
   const transport::QpType type = (setup & 3) == 1   ? transport::QpType::kUc
                                  : (setup & 3) == 2 ? transport::QpType::kUd
+                                 : (setup & 3) == 3 ? transport::QpType::kXrcTgt
                                                     : transport::QpType::kRc;
+  const bool tgt = type == transport::QpType::kXrcTgt;
   const auto mtu = static_cast<wire::Mtu>(1 + ((setup >> 2) & 7) % 5);
   const unsigned access = (setup & 0x20 ? 0u : acc::kRemoteWrite) |
                           (setup & 0x40 ? 0u : acc::kRemoteRead) |
@@ -205,6 +235,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   verbs::PdMemory pd(mem.table, 1);
   pd.set_qpn(kQpn);
   transport::Cq scq(16), rcq(16);
+  Domain domain(&pd);
   transport::QpInit init;
   init.type = type;
   init.qpn = kQpn;
@@ -217,6 +248,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   init.recv_cq = &rcq;
   init.memory = &pd;
   init.port_mtu = mtu;
+  if (tgt) {
+    // As lib/verbs makes one: no queues, CQs or memory of its own.
+    init.max_send_wr = init.max_recv_wr = init.max_send_sge = init.max_recv_sge = 0;
+    init.max_inline_data = 0;
+    init.send_cq = init.recv_cq = nullptr;
+    init.memory = nullptr;
+    init.xrc = &domain;
+  }
   auto qp = std::make_unique<Qp>(init);
   const wire::RoceRoute to_peer = route(true), from_peer = route(false);
   {
@@ -239,7 +278,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(qp->modify(a,
                           ud ? m::kState
                              : m::kState | m::kAv | m::kPathMtu | m::kDestQpn | m::kRqPsn |
-                                   (rc ? m::kMaxDestRdAtomic | m::kMinRnrTimer : 0),
+                                   (rc || tgt ? m::kMaxDestRdAtomic | m::kMinRnrTimer : 0),
                           0) == 0);
     a.qp_state = QpState::kRts;
     a.sq_psn = kSqPsn;
@@ -250,7 +289,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(
         qp->modify(a,
                    m::kState | m::kSqPsn |
-                       (rc ? m::kTimeout | m::kRetryCnt | m::kRnrRetry | m::kMaxQpRdAtomic : 0),
+                       (rc ? m::kTimeout | m::kRetryCnt | m::kRnrRetry | m::kMaxQpRdAtomic : 0) |
+                       (tgt ? m::kTimeout : 0),
                    0) == 0);
   }
 
@@ -262,6 +302,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   t.addresses = mem.vas;
   t.qkey = kQkey;
   t.max_payload = wire::mtu_bytes(mtu);
+  t.srqns = {kSrqA, kSrqB, kForeignSrq, 0x000777};
   CheckingSink sink(mem, wire::mtu_bytes(mtu));
   transport::Nanos now = 1'000'000;
   std::uint64_t wr_id = 0;
@@ -285,7 +326,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         r.wr_id = ++wr_id;
         r.num_sge = in.u8() % 3;
         for (std::uint32_t i = 0; i < r.num_sge; ++i) r.sg_list[i] = sge(in, mem.lkey);
-        qp->post_recv(r);
+        if (tgt)
+          (in.u8() & 1 ? domain.b : domain.a).rq.post(r);
+        else
+          qp->post_recv(r);
         break;
       }
       case act::kPostSend: {
@@ -302,7 +346,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         w.compare_add = in.u64();
         w.swap = in.u64();
         w.ud = {&to_peer, kPeerQpn, kQkey};
-        qp->post_send(w);
+        if (!tgt) qp->post_send(w);  // a target has no send queue (verbs refuses)
         break;
       }
       case act::kTransmit:
@@ -310,6 +354,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         while (scq.poll(wc, 16) > 0) {
         }
         while (rcq.poll(wc, 16) > 0) {
+        }
+        while (domain.a.cq.poll(wc, 16) > 0 || domain.b.cq.poll(wc, 16) > 0) {
         }
         break;
       case act::kTime: {
@@ -336,6 +382,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   while (scq.poll(wc, 16) > 0) {
   }
   while (rcq.poll(wc, 16) > 0) {
+  }
+  while (domain.a.cq.poll(wc, 16) > 0 || domain.b.cq.poll(wc, 16) > 0) {
   }
   qp.reset();
   mem.check_untouched();
