@@ -42,8 +42,8 @@ constexpr std::array<std::array<std::uint32_t, 256>, 4> kTimesX32 = [] {
 }();
 
 std::uint32_t times_x32(std::uint32_t r) {
-  return kTimesX32[0][r & 0xFF] ^ kTimesX32[1][(r >> 8) & 0xFF] ^
-         kTimesX32[2][(r >> 16) & 0xFF] ^ kTimesX32[3][r >> 24];
+  return kTimesX32[0][r & 0xFF] ^ kTimesX32[1][(r >> 8) & 0xFF] ^ kTimesX32[2][(r >> 16) & 0xFF] ^
+         kTimesX32[3][r >> 24];
 }
 
 const bool kCpuHasPclmul = __builtin_cpu_supports("pclmul");
@@ -51,8 +51,7 @@ const bool kCpuHasPclmul = __builtin_cpu_supports("pclmul");
 // The carry-less product of two reflected 32-bit values, shifted left by
 // one, is a reflected 64-bit polynomial: its high half holds x^31..x^0,
 // its low half x^63..x^32, that is (low half) * x^32.
-__attribute__((target("pclmul"))) std::uint32_t multiply_clmul(std::uint32_t a,
-                                                                std::uint32_t b) {
+__attribute__((target("pclmul"))) std::uint32_t multiply_clmul(std::uint32_t a, std::uint32_t b) {
   const __m128i p = _mm_clmulepi64_si128(_mm_cvtsi32_si128(static_cast<int>(a)),
                                          _mm_cvtsi32_si128(static_cast<int>(b)), 0x00);
   const std::uint64_t v = static_cast<std::uint64_t>(_mm_cvtsi128_si64(p)) << 1;

@@ -22,7 +22,8 @@ constexpr std::size_t kMaskedV6 = Ipv6Hdr::kSize + UdpHdr::kSize + kBthSize;
 // the LRH: every ICRC starts from it.
 constexpr std::uint32_t kAfterLrhStandIn = [] {
   std::uint32_t r = 0xFFFFFFFF;
-  for (std::size_t i = 0; i < kLrhStandIn; ++i) r = (r >> 8) ^ crc32_linear::kByte[(r ^ 0xFF) & 0xFF];
+  for (std::size_t i = 0; i < kLrhStandIn; ++i)
+    r = (r >> 8) ^ crc32_linear::kByte[(r ^ 0xFF) & 0xFF];
   return ~r;
 }();
 static_assert(kAfterLrhStandIn == 0x2144DF1C);  // zlib's crc32(0, 8 x 0xFF)
@@ -43,13 +44,13 @@ constexpr std::array<MaskedByte, 7> kMaskedV4Bytes{{
     {Ipv4Hdr::kMinSize + UdpHdr::kSize + 4, 0xFF},  // BTH FECN, BECN, resv6
 }};
 constexpr std::array<MaskedByte, 8> kMaskedV6Bytes{{
-    {0, 0x0F},                                    // traffic class, high nibble
-    {1, 0xFF},                                    // traffic class, flow label
-    {2, 0xFF},                                    //
-    {3, 0xFF},                                    //
-    {7, 0xFF},                                    // hop limit
-    {Ipv6Hdr::kSize + 6, 0xFF},                   // UDP checksum
-    {Ipv6Hdr::kSize + 7, 0xFF},                   //
+    {0, 0x0F},                                   // traffic class, high nibble
+    {1, 0xFF},                                   // traffic class, flow label
+    {2, 0xFF},                                   //
+    {3, 0xFF},                                   //
+    {7, 0xFF},                                   // hop limit
+    {Ipv6Hdr::kSize + 6, 0xFF},                  // UDP checksum
+    {Ipv6Hdr::kSize + 7, 0xFF},                  //
     {Ipv6Hdr::kSize + UdpHdr::kSize + 4, 0xFF},  // BTH FECN, BECN, resv6
 }};
 
@@ -85,8 +86,7 @@ std::uint32_t icrc_contiguous(ConstBytes packet, bool ipv6) {
   const std::size_t headers = ipv6 ? kMaskedV6 : kMaskedV4;
   const std::uint32_t delta = ipv6 ? headers_delta(packet.data(), kMaskedV6Bytes, kDeltaV6)
                                    : headers_delta(packet.data(), kMaskedV4Bytes, kDeltaV4);
-  return crc32(kAfterLrhStandIn, packet) ^
-         crc32_linear::shift(delta, packet.size() - headers);
+  return crc32(kAfterLrhStandIn, packet) ^ crc32_linear::shift(delta, packet.size() - headers);
 }
 
 // The general path, for a chain of segments and for packets too short to
