@@ -2,6 +2,7 @@
 #include "ibverbs/one_device.h"
 
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,6 +51,12 @@ ibv_context* open_device(const std::string& name) {
   }
   ibv_free_device_list(list);
   return ctx;
+}
+
+bool next_async_event(ibv_context* ctx, ibv_async_event* e, int ms) {
+  pollfd pfd{ctx->async_fd, POLLIN, 0};
+  if (poll(&pfd, 1, ms) != 1) return false;
+  return ibv_get_async_event(ctx, e) == 0;
 }
 
 void connect_to_self(ibv_qp* qp, std::uint32_t peer_qpn, int access) {

@@ -43,6 +43,10 @@ int post_one(ibv_qp* qp, ibv_wr_opcode op, ibv_sge sge, std::uint64_t remote_add
 /// after that.
 ibv_wc wait_one(ibv_cq* cq);
 
+/// The next asynchronous event of `ctx`, waiting up to `ms` for one;
+/// false if none came.
+bool next_async_event(ibv_context* ctx, ibv_async_event* e, int ms = 10000);
+
 /// Before reading memory a responder wrote: querying its QP takes its
 /// engine, which orders the caller after the iteration that wrote (the
 /// completion already does; this shows it to ThreadSanitizer too).

@@ -709,13 +709,6 @@ TEST_F(VerbsApi, CompletionChannelDeliversTheArmedCq) {
   EXPECT_EQ(ibv_destroy_comp_channel(ch), 0);
 }
 
-// The next asynchronous event of `ctx`, waiting up to 10 s for one.
-bool next_async_event(ibv_context* ctx, ibv_async_event* e) {
-  pollfd pfd{ctx->async_fd, POLLIN, 0};
-  if (poll(&pfd, 1, 10000) != 1) return false;
-  return ibv_get_async_event(ctx, e) == 0;
-}
-
 TEST_F(VerbsApi, CqOverflowIsAnAsyncEventAndEndsTheQp) {
   // a's QP completes into a CQ of two entries, and nobody polls it.
   ibv_cq* small = ibv_create_cq(a_.ctx, 2, nullptr, nullptr, 0);
@@ -739,11 +732,11 @@ TEST_F(VerbsApi, CqOverflowIsAnAsyncEventAndEndsTheQp) {
         0);
   }
   ibv_async_event e{};
-  ASSERT_TRUE(next_async_event(a_.ctx, &e)) << "no asynchronous event";
+  ASSERT_TRUE(uroce::test::next_async_event(a_.ctx, &e)) << "no asynchronous event";
   EXPECT_EQ(e.event_type, IBV_EVENT_CQ_ERR);
   EXPECT_EQ(e.element.cq, small);
   ibv_ack_async_event(&e);
-  ASSERT_TRUE(next_async_event(a_.ctx, &e));
+  ASSERT_TRUE(uroce::test::next_async_event(a_.ctx, &e));
   EXPECT_EQ(e.event_type, IBV_EVENT_QP_FATAL);
   EXPECT_EQ(e.element.qp, a_.qp);
   ibv_ack_async_event(&e);
@@ -763,14 +756,14 @@ TEST_F(VerbsApi, LinkStateIsThePortStateAndAnAsyncEvent) {
   // Taking the peer's end down takes away a's carrier.
   ASSERT_EQ(sh("ip link set v1 down"), 0);
   ibv_async_event e{};
-  ASSERT_TRUE(next_async_event(a_.ctx, &e)) << "no asynchronous event";
+  ASSERT_TRUE(uroce::test::next_async_event(a_.ctx, &e)) << "no asynchronous event";
   EXPECT_EQ(e.event_type, IBV_EVENT_PORT_ERR);
   EXPECT_EQ(e.element.port_num, 1);
   ibv_ack_async_event(&e);
   ASSERT_EQ(ibv_query_port(a_.ctx, 1, &port), 0);
   EXPECT_EQ(port.state, IBV_PORT_DOWN);
   ASSERT_EQ(sh("ip link set v1 up"), 0);
-  ASSERT_TRUE(next_async_event(a_.ctx, &e)) << "no asynchronous event";
+  ASSERT_TRUE(uroce::test::next_async_event(a_.ctx, &e)) << "no asynchronous event";
   EXPECT_EQ(e.event_type, IBV_EVENT_PORT_ACTIVE);
   ibv_ack_async_event(&e);
   ASSERT_EQ(ibv_query_port(a_.ctx, 1, &port), 0);
@@ -843,7 +836,7 @@ TEST_F(VerbsApi, SrqLimitIsAnAsyncEvent) {
     EXPECT_EQ(wait(a_.cq).status, IBV_WC_SUCCESS);
   }
   ibv_async_event e{};
-  ASSERT_TRUE(next_async_event(b_.ctx, &e)) << "no asynchronous event";
+  ASSERT_TRUE(uroce::test::next_async_event(b_.ctx, &e)) << "no asynchronous event";
   EXPECT_EQ(e.event_type, IBV_EVENT_SRQ_LIMIT_REACHED);
   EXPECT_EQ(e.element.srq, srq);
   ibv_ack_async_event(&e);

@@ -8,7 +8,6 @@
 // completion it cannot deliver ends the target (IBA 11.4.2.1).
 
 #include <fcntl.h>
-#include <poll.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -17,13 +16,6 @@
 
 namespace uroce::test {
 namespace {
-
-// The next asynchronous event of `ctx`, waiting up to `ms` for one.
-bool next_async_event(ibv_context* ctx, ibv_async_event* e, int ms = 10000) {
-  pollfd pfd{ctx->async_fd, POLLIN, 0};
-  if (poll(&pfd, 1, ms) != 1) return false;
-  return ibv_get_async_event(ctx, e) == 0;
-}
 
 class VerbsXrc : public OneDeviceTest {
  protected:
