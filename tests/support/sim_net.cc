@@ -14,7 +14,8 @@ namespace uroce::test {
 
 using namespace uroce::transport;
 
-SimHost::SimHost(SimNet& net, std::uint8_t id) : net_(net), id_(id) {
+SimHost::SimHost(SimNet& net, std::uint8_t id, std::uint32_t cq_depth)
+    : net_(net), id_(id), send_cq_(cq_depth), recv_cq_(cq_depth) {
   mac_ = {{0x02, 0, 0, 0, 0, id}};
   if (net.routes_.ipv6) {
     ip_.bytes = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, id};  // fd00::N
@@ -61,9 +62,9 @@ bool SimHost::transmit(const TxPacket& pkt) {
 SimNet::SimNet(std::uint64_t seed, std::uint64_t link_bps, SimRoutes routes)
     : seed_(seed), rng_(seed), link_bps_(link_bps), routes_(routes) {}
 
-SimHost& SimNet::add_host() {
+SimHost& SimNet::add_host(std::uint32_t cq_depth) {
   const auto id = static_cast<std::uint8_t>(hosts_.size() + 1);
-  hosts_.push_back(std::make_unique<SimHost>(*this, id));
+  hosts_.push_back(std::make_unique<SimHost>(*this, id, cq_depth));
   SimHost& h = *hosts_.back();
   for (auto& other : hosts_) {
     if (other.get() == &h) continue;

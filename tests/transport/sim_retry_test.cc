@@ -68,8 +68,8 @@ void post_sends(SimHost& a, Qp& qa, std::vector<std::vector<std::uint8_t>>& bufs
 // One QP pair, A sending to B; `verbose` prints both QPs' counters.
 Outcome run_seed(std::uint64_t seed, bool verbose) {
   SimNet net(seed);
-  SimHost& a = net.add_host();
-  SimHost& b = net.add_host();
+  SimHost& a = net.add_host(2 * kMessages);
+  SimHost& b = net.add_host(2 * kMessages);
   Qp& qa = a.create_qp(QpType::kRc);
   Qp& qb = b.create_qp(QpType::kRc);
   QpAttr p;
