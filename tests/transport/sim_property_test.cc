@@ -6,6 +6,13 @@
 // every WR completes exactly once, successfully; atomics see each other
 // in order; no QP stalls. The seeds take turns over the four kinds of
 // route: IPv4, IPv6, and each on an 802.1Q VLAN.
+//
+// One outcome is not a fault: a lossy link may lose every copy of one
+// packet, retry_cnt + 1 in a row (1e-8 at 10 % loss, so about one seed in
+// 3,000 at loss10). That QP rightly ends in RETRY_EXC_ERR, its WRs after
+// the failed one flushed, and its pair is not checked further; such seeds
+// are counted and must stay that rare (sim_retry_test.cc checks the
+// budget itself).
 
 #include <gtest/gtest.h>
 
@@ -17,6 +24,7 @@
 #include <optional>
 #include <ostream>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -92,7 +100,17 @@ struct Flow {
   Bytes* buffer(std::size_t n, std::mt19937_64& rng, bool fill) {
     buffers.push_back(std::make_unique<Bytes>(n + 1));  // never empty
     if (fill) {
-      for (auto& b : *buffers.back()) b = static_cast<std::uint8_t>(rng());
+      // Eight bytes per step of splitmix64, seeded from the seed's stream:
+      // a byte per step of the Mersenne Twister was most of a seed's time.
+      Bytes& buf = *buffers.back();
+      std::uint64_t x = rng();
+      for (std::size_t i = 0; i < buf.size(); i += 8) {
+        std::uint64_t z = (x += 0x9E3779B97F4A7C15ull);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        std::memcpy(buf.data() + i, &z, std::min<std::size_t>(8, buf.size() - i));
+      }
     }
     return buffers.back().get();
   }
@@ -193,7 +211,8 @@ void post_ops(Flow& f, int count, std::mt19937_64& rng, std::uint64_t& next_id) 
 
 struct Coverage {
   std::uint64_t seeds = 0, frames = 0, dropped = 0, duplicated = 0, reordered = 0, corrupted = 0,
-                retransmits = 0, timeouts = 0, seq_naks = 0, duplicates_seen = 0;
+                retransmits = 0, timeouts = 0, seq_naks = 0, duplicates_seen = 0,
+                out_of_retries = 0;  ///< seeds where a QP ran out of retries
   std::uint64_t by_route[4] = {};  ///< seeds per kind of route (route_kind)
   std::uint64_t ipv6_frames = 0, tagged_frames = 0;
 };
@@ -207,8 +226,8 @@ test::SimRoutes route_kind(std::uint64_t seed) {
 void run_seed(std::uint64_t seed, const FaultModel& faults, Coverage& cov) {
   SimNet net(seed, 10'000'000'000, route_kind(seed));
   std::mt19937_64 rng(seed * 7919 + 1);
-  SimHost& a = net.add_host();
-  SimHost& b = net.add_host();
+  SimHost& a = net.add_host(1024);
+  SimHost& b = net.add_host(1024);
   net.set_faults_all(faults);
 
   QpAttr params;
@@ -246,6 +265,7 @@ void run_seed(std::uint64_t seed, const FaultModel& faults, Coverage& cov) {
   std::map<std::uint64_t, Wc> send_wc;
   std::map<std::uint32_t, std::vector<Wc>> recv_wc;  // by QP, in arrival order
   std::size_t nsend = 0, nrecv = 0;
+  std::set<std::uint32_t> out_of_retries;  // QPs with a RETRY_EXC_ERR completion
   auto drain = [&] {
     Wc wc[64];
     for (SimHost* h : {&a, &b}) {
@@ -253,6 +273,7 @@ void run_seed(std::uint64_t seed, const FaultModel& faults, Coverage& cov) {
         for (std::uint32_t i = 0; i < n; ++i) {
           EXPECT_TRUE(send_wc.emplace(wc[i].wr_id, wc[i]).second)
               << "WR " << wc[i].wr_id << " completed twice";
+          if (wc[i].status == WcStatus::kRetryExcErr) out_of_retries.insert(wc[i].qp_num);
           ++nsend;
         }
       }
@@ -261,14 +282,33 @@ void run_seed(std::uint64_t seed, const FaultModel& faults, Coverage& cov) {
         nrecv += n;
       }
     }
-    return nsend >= expected_send && nrecv >= expected_recv;
+    // A pair with a QP out of retries delivers no more: its peer's
+    // receives stay posted.
+    return nsend >= expected_send && (nrecv >= expected_recv || !out_of_retries.empty());
   };
   const bool finished = net.run_until(drain, 60'000'000'000ull);  // 60 s of virtual time
   drain();
   ASSERT_TRUE(finished) << "stalled at " << net.now() << " ns: " << nsend << "/" << expected_send
                         << " send, " << nrecv << "/" << expected_recv << " recv completions";
 
+  if (!out_of_retries.empty()) ++cov.out_of_retries;
   for (auto& f : flows) {
+    if (out_of_retries.count(f->src->qpn()) || out_of_retries.count(f->dst->qpn())) {
+      // Successes, then at most one RETRY_EXC_ERR, then flushes: the
+      // failed WR ends the QP's work and nothing after it runs.
+      WcStatus last = WcStatus::kSuccess;
+      for (std::uint64_t id : f->send_ids) {
+        ASSERT_TRUE(send_wc.count(id)) << "WR " << id << " never completed";
+        const WcStatus st = send_wc[id].status;
+        if (last == WcStatus::kSuccess) {
+          EXPECT_TRUE(st == WcStatus::kSuccess || st == WcStatus::kRetryExcErr) << "WR " << id;
+        } else {
+          EXPECT_EQ(st, WcStatus::kWrFlushErr) << "WR " << id;
+        }
+        last = st;
+      }
+      continue;
+    }
     for (std::uint64_t id : f->send_ids) {
       ASSERT_TRUE(send_wc.count(id)) << "WR " << id << " never completed";
       EXPECT_EQ(send_wc[id].status, WcStatus::kSuccess) << "WR " << id;
@@ -312,7 +352,9 @@ void run_seed(std::uint64_t seed, const FaultModel& faults, Coverage& cov) {
     cov.duplicates_seen += f->dst->counters().get(Counter::kDuplicateRequest);
   }
   EXPECT_EQ(nsend, expected_send);
-  EXPECT_EQ(nrecv, expected_recv);
+  if (out_of_retries.empty()) {
+    EXPECT_EQ(nrecv, expected_recv);
+  }
   const auto& s = net.stats();
   ++cov.seeds;
   ++cov.by_route[seed % 4];
@@ -371,12 +413,20 @@ TEST_P(SimProperty, EveryMessageExactlyOnceInOrderIntact) {
       static_cast<unsigned long long>(cov.retransmits),
       static_cast<unsigned long long>(cov.timeouts), static_cast<unsigned long long>(cov.seq_naks),
       static_cast<unsigned long long>(cov.duplicates_seen));
+  std::printf("[ coverage ] %s: %llu seeds with a QP out of retries\n", GetParam().name,
+              static_cast<unsigned long long>(cov.out_of_retries));
   std::printf("[ coverage ] %s: seeds by route:", GetParam().name);
   for (int k = 0; k < 4; ++k)
     std::printf(" %s %llu", kRouteNames[k], static_cast<unsigned long long>(cov.by_route[k]));
   std::printf("; %llu frames over IPv6, %llu tagged\n",
               static_cast<unsigned long long>(cov.ipv6_frames),
               static_cast<unsigned long long>(cov.tagged_frames));
+  // Only loss runs a QP out of retries, and rarely: 1 % of the seeds is
+  // 30 times what 10 % loss explains.
+  if (GetParam().faults.drop == 0 && GetParam().faults.corrupt == 0) {
+    EXPECT_EQ(cov.out_of_retries, 0u);
+  }
+  EXPECT_LE(cov.out_of_retries * 100, cov.seeds) << "QPs ran out of retries more than loss explains";
   if (GetParam().faults.drop > 0) {
     EXPECT_GT(cov.dropped, 0u);
     EXPECT_GT(cov.retransmits, 0u) << "loss must have caused go-back-N";
