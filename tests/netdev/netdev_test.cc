@@ -66,7 +66,8 @@ class Netdev : public ::testing::Test {
               .link_mtu = link_mtu,
               .netdev = true,
               .netdev_ports = ports,
-              .stats_file = true}),
+              .stats_file = true,
+              .stats_dir = true}),
         both_af_xdp_(ports[0] == "af_xdp" && ports[1] == "af_xdp"),
         super_frames_(ports[0] == "packet" || ports[1] == "packet") {}
 
@@ -323,14 +324,19 @@ TEST_P(NetdevPrograms, ThroughTheDeviceDaemon) {
 // Programs that find the device by the host's address: the connection
 // manager's peers are the kernel's addresses. Each server on b, its
 // client on a; the client must report `expect`. `tcp_port` is the
-// server's own TCP control port, 0 for none.
+// server's own TCP control port; with 0 (none) the client starts once
+// the server's connection manager listens, or its REQ would find no
+// device (and be resent 6 s later) or no listener (REJ).
 class NetdevMiddleware : public Netdev {
  protected:
   std::string run_pair(const std::string& server_cmd, const std::string& client_cmd,
                        unsigned tcp_port, const std::string& expect, bool server_ends = true) {
     const std::string dir = bed_.dir();
     Child server(bed_.over_uroce('b', server_cmd), dir + "/server.log");
-    if (tcp_port != 0) bed_.wait_for_tcp_listener('b', tcp_port, 30s);
+    if (tcp_port != 0)
+      bed_.wait_for_tcp_listener('b', tcp_port, 30s);
+    else
+      bed_.wait_for_cm_listener('b', 30s);
     Child client(bed_.over_uroce('a', client_cmd), dir + "/client.log");
     const int client_rc = client.wait(120s);
     const std::string out = client.output();

@@ -71,27 +71,8 @@ class Rdmacm : public ::testing::Test {
     return bed_.over_uroce(host, program);
   }
 
-  // The counters of the uroce processes running on `host` now, as
-  // uroce-stat reads them from their stats endpoints ("cm.listeners").
-  std::map<std::string, unsigned long long> live_counters(char host) const {
-    Child stat("env UROCE_STATS_DIR=" + dir() + "/" + std::string(1, host) + " " +
-                   std::string(UROCE_BIN_DIR) + "/uroce-stat --all",
-               dir() + "/stat.log");
-    stat.wait(10s);
-    std::map<std::string, unsigned long long> out;
-    std::istringstream in(stat.output());
-    std::string line;
-    std::getline(in, line);  // the header
-    for (std::string pid, dev, scope, counter; in >> pid >> dev >> scope >> counter;) {
-      unsigned long long v = 0;
-      in >> v;
-      out[scope + "." + counter] += v;
-    }
-    return out;
-  }
-  // Whether a uroce process on `host` listens: the CM's "listeners" gauge
-  // (an rdma_cm listener has no socket for ss to see).
-  bool listening(char host) const { return live_counters(host)["cm.listeners"] > 0; }
+  test::CounterMap live_counters(char host) const { return bed_.live_counters(host); }
+  void wait_for_listener(char host) const { bed_.wait_for_cm_listener(host, 30s); }
 
   test::CounterMap counters(char host) const { return bed_.counters(host); }
 
@@ -102,9 +83,7 @@ class Rdmacm : public ::testing::Test {
   std::string run(const Pair& p) {
     for (int attempt = 1;; ++attempt) {
       Child server(over_uroce('b', p.server), dir() + "/server.log");
-      const auto end = std::chrono::steady_clock::now() + 30s;
-      while (!listening('b') && std::chrono::steady_clock::now() < end)
-        std::this_thread::sleep_for(50ms);
+      wait_for_listener('b');
       Child client(over_uroce('a', p.client), dir() + "/client.log");
       const int client_rc = client.wait(120s);
       const std::string out = client.output();
@@ -351,9 +330,7 @@ TEST_F(Rdmacm, AConnectionToAPortNobodyListensOnIsRejectedAtOnce) {
   // (invalid ServiceID) straight away, long before the REQ's first resend
   // (6 s) or its timeout.
   Child server(over_uroce('b', "rping -s -a 10.77.0.2 -p 7175"), dir() + "/server.log");
-  const auto end = std::chrono::steady_clock::now() + 30s;
-  while (!listening('b') && std::chrono::steady_clock::now() < end)
-    std::this_thread::sleep_for(50ms);
+  wait_for_listener('b');
   const auto start = std::chrono::steady_clock::now();
   Child client(over_uroce('a', "rping -c -a 10.77.0.2 -p 7174 -C 1"), dir() + "/client.log");
   const int rc = client.wait(60s);

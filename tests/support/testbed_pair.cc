@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <thread>
 #include <utility>
 
@@ -144,6 +145,29 @@ void TestbedPair::wait_for_tcp_listener(char host, unsigned port,
                                         std::chrono::seconds limit) const {
   const auto end = std::chrono::steady_clock::now() + limit;
   while (!tcp_listening(host, port) && std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(50ms);
+}
+
+CounterMap TestbedPair::live_counters(char host) const {
+  Child stat("env UROCE_STATS_DIR=" + dir() + "/" + std::string(1, host) + " " +
+                 std::string(UROCE_BIN_DIR) + "/uroce-stat --all",
+             dir() + "/stat.log");
+  stat.wait(10s);
+  CounterMap out;
+  std::istringstream in(stat.output());
+  std::string line;
+  std::getline(in, line);  // the header
+  for (std::string pid, dev, scope, counter; in >> pid >> dev >> scope >> counter;) {
+    unsigned long long v = 0;
+    in >> v;
+    out[scope + "." + counter] += v;
+  }
+  return out;
+}
+
+void TestbedPair::wait_for_cm_listener(char host, std::chrono::seconds limit) const {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (live_counters(host)["cm.listeners"] == 0 && std::chrono::steady_clock::now() < end)
     std::this_thread::sleep_for(50ms);
 }
 

@@ -108,6 +108,15 @@ class TestbedPair {
   /// Waits, at most `limit`, for a TCP listener on `port` on `host`.
   void wait_for_tcp_listener(char host, unsigned port, std::chrono::seconds limit) const;
 
+  /// The counters of the uroce processes running on `host` now, summed
+  /// over them, as uroce-stat reads them from their stats endpoints
+  /// (stats_dir): "scope.counter" -> value.
+  CounterMap live_counters(char host) const;
+  /// Waits, at most `limit`, until a uroce process on `host` listens for
+  /// connections: the CM's "listeners" gauge (an rdma_cm listener has no
+  /// socket for ss to see). Needs stats_dir.
+  void wait_for_cm_listener(char host, std::chrono::seconds limit) const;
+
   /// The counters `host`'s device wrote at exit (stats_file), as
   /// "scope.counter" -> value.
   CounterMap counters(char host) const;
