@@ -213,7 +213,7 @@ struct Coverage {
   std::uint64_t seeds = 0, frames = 0, dropped = 0, duplicated = 0, reordered = 0, corrupted = 0,
                 retransmits = 0, timeouts = 0, seq_naks = 0, duplicates_seen = 0,
                 out_of_retries = 0;  ///< seeds where a QP ran out of retries
-  std::uint64_t by_route[4] = {};  ///< seeds per kind of route (route_kind)
+  std::uint64_t by_route[4] = {};    ///< seeds per kind of route (route_kind)
   std::uint64_t ipv6_frames = 0, tagged_frames = 0;
 };
 
@@ -426,7 +426,8 @@ TEST_P(SimProperty, EveryMessageExactlyOnceInOrderIntact) {
   if (GetParam().faults.drop == 0 && GetParam().faults.corrupt == 0) {
     EXPECT_EQ(cov.out_of_retries, 0u);
   }
-  EXPECT_LE(cov.out_of_retries * 100, cov.seeds) << "QPs ran out of retries more than loss explains";
+  EXPECT_LE(cov.out_of_retries * 100, cov.seeds)
+      << "QPs ran out of retries more than loss explains";
   if (GetParam().faults.drop > 0) {
     EXPECT_GT(cov.dropped, 0u);
     EXPECT_GT(cov.retransmits, 0u) << "loss must have caused go-back-N";
