@@ -46,12 +46,16 @@ void ContextEvents::cq_overflow(verbs::Cq& cq) {
   post_async_event(ctx, e);
 }
 
-void ContextEvents::qp_fatal(verbs::QueuePair& qp) {
-  if (post_xrc_target_event(qp, IBV_EVENT_QP_FATAL)) return;
+void ContextEvents::qp_error(verbs::QueuePair& qp, transport::QpError why) {
+  // As mlx5 reports its work queue errors (mlx5_ib_qp_event).
+  ibv_event_type type = IBV_EVENT_QP_FATAL;
+  if (why == transport::QpError::kInvalidRequest) type = IBV_EVENT_QP_REQ_ERR;
+  if (why == transport::QpError::kAccessViolation) type = IBV_EVENT_QP_ACCESS_ERR;
+  if (post_xrc_target_event(qp, type)) return;
   if (qp.handle == nullptr) return;
   ibv_async_event e{};
   e.element.qp = static_cast<ibv_qp*>(qp.handle);
-  e.event_type = IBV_EVENT_QP_FATAL;
+  e.event_type = type;
   post_async_event(ctx, e);
 }
 

@@ -70,7 +70,7 @@ struct UContext;
 struct ContextEvents : verbs::AsyncEvents {
   explicit ContextEvents(UContext* c) : ctx(c) {}
   void cq_overflow(verbs::Cq& cq) override;
-  void qp_fatal(verbs::QueuePair& qp) override;
+  void qp_error(verbs::QueuePair& qp, transport::QpError why) override;
   void srq_limit_reached(verbs::Srq& srq) override;
   UContext* ctx;
 };
@@ -238,8 +238,7 @@ ibv_xrcd* open_xrcd(ibv_context* ctx, ibv_xrcd_init_attr* attr);
 int close_xrcd(ibv_xrcd* xrcd);
 ibv_qp* open_qp(ibv_context* ctx, ibv_qp_open_attr* attr);
 /// The new handle of an XRC target QP (create_qp_ex, open_qp).
-ibv_qp* xrc_target_handle(ibv_context* ctx, std::shared_ptr<verbs::QueuePair> qp,
-                          void* qp_context);
+ibv_qp* xrc_target_handle(ibv_context* ctx, std::shared_ptr<verbs::QueuePair> qp, void* qp_context);
 /// Before an XRC target QP's handle is freed: no event names it after.
 void forget_xrc_target_handle(ibv_qp* handle);
 /// Queues `type` for every handle of the XRC target QP `qp`, each in its

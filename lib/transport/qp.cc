@@ -103,7 +103,6 @@ Qp::Qp(const QpInit& init)
       sq_inline_(sq_.size() * max_inline_),
       sq_routes_(type_ == QpType::kUd ? sq_.size() : 0) {}
 
-
 std::uint32_t Qp::packets_of(const SendWqe& wqe) const {
   switch (wqe.wr.opcode) {
     case WrOpcode::kAtomicCmpAndSwp:
@@ -148,8 +147,8 @@ bool Qp::transition_allowed(QpState from, QpState to, unsigned mask) const {
       if (acked_sends) required |= kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic;
       if (type_ == QpType::kXrcTgt) required |= kTimeout;
     }
-    optional = ud ? kQkey
-                  : kAltPath | kAccessFlags | kPathMigState | (acked_receives ? kMinRnrTimer : 0);
+    optional =
+        ud ? kQkey : kAltPath | kAccessFlags | kPathMigState | (acked_receives ? kMinRnrTimer : 0);
   } else if (from == S::kSqe && to == S::kRts) {
     optional = ud ? kQkey : kAccessFlags;
   } else if (from == S::kRts && to == S::kSqd) {
@@ -351,7 +350,7 @@ void Qp::lost_completion() {
   // QP (IBA 11.4.2.1): to the error state, and the owner hears of it.
   if (state() == QpState::kErr) return;
   enter_error();
-  if (events_) events_->qp_fatal(*this);
+  if (events_) events_->qp_error(*this, QpError::kCatastrophic);
 }
 
 void Qp::enter_error() {

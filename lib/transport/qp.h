@@ -16,11 +16,13 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "transport/counters.h"
 #include "transport/cq.h"
 #include "transport/doorbell.h"
+#include "transport/events.h"
 #include "transport/memory.h"
 #include "transport/recv_queue.h"
 #include "transport/tx.h"
@@ -187,7 +189,7 @@ class Qp {
     std::uint32_t length = 0;
     std::uint64_t orig_value = 0;  ///< ATOMIC: the value found
     std::uint32_t msn = 0;
-    std::uint32_t busy = 0;     ///< response jobs still reading it
+    std::uint32_t busy = 0;      ///< response jobs still reading it
     std::uint32_t xrc_srqn = 0;  ///< XRC target: the SRQ whose memory a READ reads
   };
 
@@ -367,6 +369,8 @@ class Qp {
     bool nak_sent = false;  ///< a sequence-error NAK is outstanding
     bool uc_drop = false;   ///< UC: dropping until the next FIRST/ONLY
     bool fatal = false;     ///< a NAK ends this QP once it is sent
+    /// The asynchronous error the QP reports once it is ended, if any.
+    std::optional<QpError> fatal_error;
     // The message in progress, if any.
     bool in_send = false;
     bool in_write = false;

@@ -111,13 +111,21 @@ void Qp::responder_error(Psn psn, NakCode code, WcStatus local_status) {
   }
   // A class C error (IBA 9.9.3.1.2.2): NAK it, complete the receive WQE in
   // progress with the local status, and enter the error state once the
-  // NAK is on the wire.
+  // NAK is on the wire. An invalid request or an access violation is also
+  // the QP's affiliated asynchronous error (IBA 11.6.3.1), as mlx5 reports
+  // it (a responder may have no receive WQE to report it in). A remote
+  // operational error is the responder's own (its receive WQE's memory):
+  // that WQE's completion reports it.
   queue_nak(psn, AethSyndrome::nak(code));
   if (resp_.recv_taken) {
     complete_recv(resp_.recv, local_status, WcOpcode::kRecv, resp_.recv_offset, 0, 0, 0);
     resp_.recv_taken = false;
   }
   resp_.fatal = true;
+  if (code == NakCode::kInvalidRequest || code == NakCode::kInvalidRdRequest)
+    resp_.fatal_error = QpError::kInvalidRequest;
+  else if (code == NakCode::kRemoteAccessError)
+    resp_.fatal_error = QpError::kAccessViolation;
 }
 
 bool Qp::check_opcode_sequence(const wire::OpcodeInfo& info) const {
@@ -300,17 +308,10 @@ bool Qp::execute_read(const wire::RocePacket& pkt) {
   if (r == res_.size() || jobs_count_ == jobs_.size()) return false;  // dropped; retried
   const std::uint32_t npsn = std::max<std::uint32_t>(1, (reth.dma_length + mtu() - 1) / mtu());
   resp_.msn = (resp_.msn + 1) & wire::kPsnMask;  // C9-148: one MSN per READ
-  res_[r] = {true,
-             true,
-             pkt.bth.psn,
-             pkt.bth.psn + static_cast<std::int32_t>(npsn - 1),
-             reth.va,
-             reth.rkey,
-             reth.dma_length,
-             0,
-             resp_.msn,
-             1,
-             resp_.xrc_srqn};
+  res_[r] = {
+      true,      true,      pkt.bth.psn,     pkt.bth.psn + static_cast<std::int32_t>(npsn - 1),
+      reth.va,   reth.rkey, reth.dma_length, 0,
+      resp_.msn, 1,         resp_.xrc_srqn};
   push_job({RespJob::Kind::kRead, pkt.bth.psn, pkt.bth.psn, AethSyndrome::ack(), resp_.msn, r});
   resp_.epsn = pkt.bth.psn + static_cast<std::int32_t>(npsn);
   return true;
@@ -343,8 +344,8 @@ bool Qp::execute_atomic(const wire::RocePacket& pkt) {
     orig = target.fetch_add(a.swap_add);
   }
   resp_.msn = (resp_.msn + 1) & wire::kPsnMask;
-  res_[r] = {true, false, pkt.bth.psn, pkt.bth.psn, a.va, a.rkey, 8, orig, resp_.msn, 1,
-            resp_.xrc_srqn};
+  res_[r] = {true, false, pkt.bth.psn, pkt.bth.psn, a.va,          a.rkey,
+             8,    orig,  resp_.msn,   1,           resp_.xrc_srqn};
   push_job(
       {RespJob::Kind::kAtomicAck, pkt.bth.psn, pkt.bth.psn, AethSyndrome::ack(), resp_.msn, r});
   resp_.epsn = pkt.bth.psn + 1;
@@ -552,7 +553,10 @@ void Qp::responder_receive(const wire::RocePacket& pkt, Nanos now) {
 
 bool Qp::responder_send_one(TxSink& sink, Nanos /*now*/) {
   if (jobs_count_ == 0) {
-    if (resp_.fatal && state() != QpState::kErr) enter_error();
+    if (resp_.fatal && state() != QpState::kErr) {
+      enter_error();
+      if (events_ && resp_.fatal_error) events_->qp_error(*this, *resp_.fatal_error);
+    }
     return false;
   }
   RespJob& job = jobs_[jobs_head_];

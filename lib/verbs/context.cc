@@ -26,12 +26,12 @@ void Context::srq_limit_reached(transport::RecvQueue& srq) {
   if (events_) events_->srq_limit_reached(static_cast<Srq&>(srq));
 }
 
-void Context::qp_fatal(transport::Qp& qp) {
+void Context::qp_error(transport::Qp& qp, transport::QpError why) {
   // Under the lock, so that a QP being destroyed (which leaves first)
   // is never named.
   std::lock_guard lock(qps_mu_);
   const auto it = qps_.find(&qp);
-  if (it != qps_.end() && events_) events_->qp_fatal(*it->second);
+  if (it != qps_.end() && events_) events_->qp_error(*it->second, why);
 }
 
 }  // namespace uroce::verbs

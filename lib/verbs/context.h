@@ -28,10 +28,9 @@ class AsyncEvents {
   virtual ~AsyncEvents() = default;
   /// A completion found the CQ full (IBV_EVENT_CQ_ERR); reported once.
   virtual void cq_overflow(Cq& cq) = 0;
-  /// The QP went to the error state on its own, its completions lost to a
-  /// full CQ (IBV_EVENT_QP_FATAL). Not reported once its destruction has
-  /// begun.
-  virtual void qp_fatal(QueuePair& qp) = 0;
+  /// The QP went to the error state on its own, for `why`. Not reported
+  /// once its destruction has begun.
+  virtual void qp_error(QueuePair& qp, transport::QpError why) = 0;
   /// An SRQ armed with a limit fell below it (IBV_EVENT_SRQ_LIMIT_REACHED).
   virtual void srq_limit_reached(Srq& srq) = 0;
 };
@@ -57,7 +56,7 @@ class Context : private transport::EventSink {
 
  private:
   void cq_overflow(transport::Cq& cq) override;
-  void qp_fatal(transport::Qp& qp) override;
+  void qp_error(transport::Qp& qp, transport::QpError why) override;
   void srq_limit_reached(transport::RecvQueue& srq) override;
 
   Device& dev_;

@@ -178,6 +178,20 @@ class VerbsApi : public ::testing::Test {
 
   static ibv_wc wait(ibv_cq* cq) { return uroce::test::wait_one(cq); }
 
+  // b's QP NAKed a request: b's next asynchronous event is `type` on it,
+  // and the QP is in the error state.
+  void expect_responder_error(ibv_event_type type) {
+    ibv_async_event e{};
+    ASSERT_TRUE(uroce::test::next_async_event(b_.ctx, &e)) << "no asynchronous event on b";
+    EXPECT_EQ(e.event_type, type) << ibv_event_type_str(e.event_type);
+    EXPECT_EQ(e.element.qp, b_.qp);
+    ibv_ack_async_event(&e);
+    ibv_qp_attr attr{};
+    ibv_qp_init_attr init{};
+    ASSERT_EQ(ibv_query_qp(b_.qp, &attr, IBV_QP_STATE, &init), 0);
+    EXPECT_EQ(attr.qp_state, IBV_QPS_ERR);
+  }
+
   // Before reading memory the peer's responder wrote. Across a network
   // the requester's completion orders it; here both devices share one
   // process and the ordering passes through the kernel's packet rings,
@@ -368,12 +382,38 @@ TEST_F(VerbsApi, BadKeysCompleteInErrorAndTouchNothing) {
   EXPECT_EQ(wc.status, IBV_WC_REM_ACCESS_ERR) << ibv_wc_status_str(wc.status);
   EXPECT_TRUE(b_.guards_intact());
   EXPECT_EQ(b_.buf()[0], 0xA5) << "nothing written";
+  // b's QP, which NAKed it, is in the error state too, and says why in
+  // b's asynchronous events, as mlx5 does: b has no receive WQE to
+  // report a WRITE's error in.
+  expect_responder_error(IBV_EVENT_QP_ACCESS_ERR);
   // The QP is in the error state now: the next WR flushes.
   ASSERT_EQ(post(a_.qp, IBV_WR_RDMA_WRITE,
                  {reinterpret_cast<std::uint64_t>(a_.buf()), 8, a_.mr->lkey}, b_addr, b_.mr->rkey),
             0);
   wc = wait(a_.cq);
   EXPECT_EQ(wc.status, IBV_WC_WR_FLUSH_ERR);
+}
+
+// An atomic on a word that is not 8-byte aligned is an invalid request
+// (IBA 9.4.5): NAKed, and the responder's QP reports it.
+TEST_F(VerbsApi, AMisalignedAtomicIsAnInvalidRequestAndTheResponderSaysSo) {
+  connect();
+  ibv_sge as{reinterpret_cast<std::uint64_t>(a_.buf()), 8, a_.mr->lkey};
+  ibv_send_wr awr{};
+  awr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+  awr.sg_list = &as;
+  awr.num_sge = 1;
+  awr.send_flags = IBV_SEND_SIGNALED;
+  awr.wr.atomic.remote_addr = reinterpret_cast<std::uint64_t>(b_.buf()) + 4;
+  awr.wr.atomic.rkey = b_.mr->rkey;
+  awr.wr.atomic.compare_add = 1;
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(ibv_post_send(a_.qp, &awr, &bad), 0);
+  const ibv_wc wc = wait(a_.cq);
+  EXPECT_EQ(wc.status, IBV_WC_REM_INV_REQ_ERR) << ibv_wc_status_str(wc.status);
+  expect_responder_error(IBV_EVENT_QP_REQ_ERR);
+  EXPECT_TRUE(b_.guards_intact());
+  EXPECT_EQ(b_.buf()[4], 0xA5) << "nothing added";
 }
 
 TEST_F(VerbsApi, WritingPastTheRegionIsRefusedAtTheResponder) {
@@ -386,6 +426,7 @@ TEST_F(VerbsApi, WritingPastTheRegionIsRefusedAtTheResponder) {
   ibv_wc wc = wait(a_.cq);
   EXPECT_EQ(wc.status, IBV_WC_REM_ACCESS_ERR) << ibv_wc_status_str(wc.status);
   EXPECT_TRUE(b_.guards_intact());
+  expect_responder_error(IBV_EVENT_QP_ACCESS_ERR);
 }
 
 TEST_F(VerbsApi, ABadLocalKeyIsALocalProtectionError) {
@@ -408,6 +449,7 @@ TEST_F(VerbsApi, RemoteWriteNeedsTheRegionsPermission) {
       0);
   ibv_wc wc = wait(a_.cq);
   EXPECT_EQ(wc.status, IBV_WC_REM_ACCESS_ERR) << ibv_wc_status_str(wc.status);
+  expect_responder_error(IBV_EVENT_QP_ACCESS_ERR);
   EXPECT_EQ(ibv_dereg_mr(ro), 0);
 }
 
