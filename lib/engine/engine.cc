@@ -141,7 +141,7 @@ void Engine::receive(ConstBytes frame, Nanos now) {
         // On a shared port the daemon answers ping for the device.
         if (!shared_) host_.on_icmp(frame, c);
       } else {
-        receive_roce(frame, now);
+        receive_roce(frame, c, now);
       }
       return;
     case wire::ether_type::kIpv6:
@@ -149,7 +149,7 @@ void Engine::receive(ConstBytes frame, Nanos now) {
         host_.on_ndp(frame);
         if (cfg_.forwarder) cfg_.forwarder->forward_all(frame);
       } else {
-        receive_roce(frame, now);
+        receive_roce(frame, c, now);
       }
       return;
     default:
@@ -158,9 +158,9 @@ void Engine::receive(ConstBytes frame, Nanos now) {
   }
 }
 
-void Engine::receive_roce(ConstBytes frame, Nanos now) {
+void Engine::receive_roce(ConstBytes frame, const wire::FrameClass& c, Nanos now) {
   wire::RocePacket pkt;
-  const wire::DropReason r = wire::parse_roce_frame(frame, pkt);
+  const wire::DropReason r = wire::parse_roce_frame(frame, c, pkt);
   if (r != wire::DropReason::kNone) {
     // Other UDP and IP traffic is not ours to judge; RoCEv2 that fails a
     // check is counted under its reason.

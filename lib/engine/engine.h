@@ -211,7 +211,8 @@ class Engine final : private FramePath, private transport::Doorbell {
   std::uint32_t receive_burst(Nanos now);
   /// RX dispatch: one classification, then the host stack, PFC or a QP.
   void receive(wire::ConstBytes frame, Nanos now) override;
-  void receive_roce(wire::ConstBytes frame, Nanos now);
+  /// A frame of IP, classified as `c`.
+  void receive_roce(wire::ConstBytes frame, const wire::FrameClass& c, Nanos now);
   /// A datagram to the multicast QPN: a copy to each QP of its group.
   void receive_mcast(const wire::RocePacket& pkt, Nanos now);
   /// Whether a frame to one of the device's own addresses is looped back

@@ -62,7 +62,10 @@ bool pad_is_valid(const OpcodeInfo& info, std::uint8_t pad, std::size_t payload_
 }  // namespace
 
 DropReason parse_roce_frame(ConstBytes frame, RocePacket& pkt) {
-  const FrameClass c = classify(frame);
+  return parse_roce_frame(frame, classify(frame), pkt);
+}
+
+DropReason parse_roce_frame(ConstBytes frame, const FrameClass& c, RocePacket& pkt) {
   if (!c.valid()) return DropReason::kShortFrame;
   pkt.eth = EthHdr::parse(frame.data());
   const std::size_t l3 = c.l3_offset();

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "wire/bytes.h"
+#include "wire/classify.h"
 #include "wire/ethernet.h"
 #include "wire/ib_headers.h"
 #include "wire/ip.h"
@@ -116,5 +117,8 @@ struct RocePacket {
 /// Parses and validates `frame` (Ethernet header to ICRC, no FCS). On
 /// success fills `pkt` and returns kNone.
 [[nodiscard]] DropReason parse_roce_frame(ConstBytes frame, RocePacket& pkt);
+/// The same for a frame its receiver has classified already: `c` must be
+/// classify(frame), which the parser then does not repeat.
+[[nodiscard]] DropReason parse_roce_frame(ConstBytes frame, const FrameClass& c, RocePacket& pkt);
 
 }  // namespace uroce::wire
