@@ -589,6 +589,40 @@ void transport_rx() {
     t.transmit();
     write("fuzz_transport_rx", "xrc-target-bad-srqs", t.o.data());
   }
+  // An XRC initiator (RC with path MTU bits 7: 1024): each WR names an SRQ
+  // by the same indexes; the responses are XRC's.
+  constexpr std::uint8_t kXrcIni1024 = 0 | 7 << 2;
+  auto ini_send = [](Transport& t, W wr, std::uint16_t len, std::uint8_t srq) {
+    t.post_send(wr, len);
+    t.o.u8(srq);
+  };
+  {
+    Transport t(kXrcIni1024);  // a WRITE, a READ and an atomic, answered
+    ini_send(t, W::kRdmaWrite, 2000, 0);
+    ini_send(t, W::kRdmaRead, 2500, 1);
+    ini_send(t, W::kAtomicFetchAndAdd, 8, 0);
+    t.transmit();
+    t.packet(xrc(response(Opcode::kRcAcknowledge, 1, 0x1F, 1), 0));
+    t.packet(xrc(response(Opcode::kRcRdmaReadResponseFirst, 2, 0x1F, 2, 1024), 0));
+    t.packet(xrc(response(Opcode::kRcRdmaReadResponseMiddle, 3, 0, 0, 1024), 0));
+    t.packet(xrc(response(Opcode::kRcRdmaReadResponseLast, 4, 0x1F, 2, 452), 0));
+    PacketChoice ack = xrc(response(Opcode::kRcAtomicAcknowledge, 5, 0x1F, 3), 0);
+    ack.orig_remote_data = 41;
+    t.packet(ack);
+    t.transmit();
+    write("fuzz_transport_rx", "xrc-initiator-completions", t.o.data());
+  }
+  {
+    Transport t(kXrcIni1024);  // SENDs to an SRQ of none: NAKed, then flushed
+    ini_send(t, W::kSend, 100, 3);
+    ini_send(t, W::kSend, 3000, 0);
+    t.transmit();
+    t.packet(xrc(response(Opcode::kRcAcknowledge, 0, 0x61, 0), 0));  // invalid request
+    t.transmit();
+    t.time(100);
+    t.transmit();
+    write("fuzz_transport_rx", "xrc-initiator-nak", t.o.data());
+  }
 }
 
 }  // namespace

@@ -2,10 +2,12 @@
 // libFuzzer target for the transport's receive path: Qp::receive, the
 // responder (its R_Key, VA and length checks, WRITEs, READs, atomics,
 // SENDs into posted receives) and the completer (ACKs, NAKs, READ
-// responses, atomic ACKs against posted WRs), for an RC, UC or UD QP or
-// an XRC target QP over lib/verbs' real MrTable. The target's domain has
-// two SRQs of this memory's PD, a number of another domain's and numbers
-// of none; its requests name one in their XRCETH. The peer's memory is three pages between two
+// responses, atomic ACKs against posted WRs), for an RC, UC or UD QP, an
+// XRC target QP or an XRC initiator QP over lib/verbs' real MrTable. The
+// target's domain has two SRQs of this memory's PD, a number of another
+// domain's and numbers of none; its requests name one in their XRCETH.
+// The initiator's WRs name one of the same numbers, or any. The peer's
+// memory is three pages between two
 // PROT_NONE guard pages, with regions that end at the guards, a
 // zero-based one, one of another PD and a deregistered key; the QP's own
 // SGEs lie in a page between guards too.
@@ -19,8 +21,10 @@
 // each for its responder's and requester's READ/atomic depths, then
 // actions until the input ends, each a byte and its fields (fuzz_input.h's
 // packet encoding for packets):
-//   0-2 a packet from the peer      3 post a receive (a target: to an SRQ)
-//   4   post a send WR (not a target) 5 let the QP transmit, poll the CQs
+//   0-2 a packet from the peer      3 post a receive (a target: to an SRQ;
+//                                     an initiator has no receive queue)
+//   4   post a send WR (not a target; an initiator's names its SRQ last)
+//   5   let the QP transmit, poll the CQs
 //   6   advance time, run timers    7 modify the QP (any state, any mask)
 
 #include <sys/mman.h>
@@ -220,15 +224,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   Input in(data, size);
 
   // The QP: type, path MTU, the access it grants, its atomic depths.
-  // Bits 0-1: RC, UC, UD, XRC target; 2-4: path MTU 256 << (n % 5); 5-7:
-  // remote write, read, atomic access withheld.
+  // Bits 0-1: RC, UC, UD, XRC target; 2-4: path MTU 256 << (n % 5), and
+  // with RC, n of 5 to 7 (256 to 1024) makes an XRC initiator instead;
+  // 5-7: remote write, read, atomic access withheld.
   const std::uint8_t setup = in.u8();
+  const unsigned mtu_bits = (setup >> 2) & 7;
   const transport::QpType type = (setup & 3) == 1   ? transport::QpType::kUc
                                  : (setup & 3) == 2 ? transport::QpType::kUd
                                  : (setup & 3) == 3 ? transport::QpType::kXrcTgt
+                                 : mtu_bits >= 5    ? transport::QpType::kXrcIni
                                                     : transport::QpType::kRc;
   const bool tgt = type == transport::QpType::kXrcTgt;
-  const auto mtu = static_cast<wire::Mtu>(1 + ((setup >> 2) & 7) % 5);
+  const bool ini = type == transport::QpType::kXrcIni;
+  const auto mtu = static_cast<wire::Mtu>(1 + mtu_bits % 5);
   const unsigned access = (setup & 0x20 ? 0u : acc::kRemoteWrite) |
                           (setup & 0x40 ? 0u : acc::kRemoteRead) |
                           (setup & 0x80 ? 0u : acc::kRemoteAtomic);
@@ -256,11 +264,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     init.memory = nullptr;
     init.xrc = &domain;
   }
+  if (ini) {
+    // As lib/verbs makes one: a send queue, and no receive queue or CQ.
+    init.max_recv_wr = init.max_recv_sge = 1;
+    init.recv_cq = nullptr;
+  }
   auto qp = std::make_unique<Qp>(init);
   const wire::RoceRoute to_peer = route(true), from_peer = route(false);
   {
     namespace m = transport::attr_mask;
     const bool rc = type == transport::QpType::kRc, ud = type == transport::QpType::kUd;
+    const bool requester = rc || ini;  // acknowledged sends
     QpAttr a;
     a.qp_state = QpState::kInit;
     a.qp_access_flags = access;
@@ -287,11 +301,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     a.rnr_retry = 1;
     a.max_rd_atomic = static_cast<std::uint8_t>(1 + in.u8() % 16);
     FUZZ_CHECK(
-        qp->modify(a,
-                   m::kState | m::kSqPsn |
-                       (rc ? m::kTimeout | m::kRetryCnt | m::kRnrRetry | m::kMaxQpRdAtomic : 0) |
-                       (tgt ? m::kTimeout : 0),
-                   0) == 0);
+        qp->modify(
+            a,
+            m::kState | m::kSqPsn |
+                (requester ? m::kTimeout | m::kRetryCnt | m::kRnrRetry | m::kMaxQpRdAtomic : 0) |
+                (tgt ? m::kTimeout : 0),
+            0) == 0);
   }
 
   Targets t;
@@ -328,7 +343,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         for (std::uint32_t i = 0; i < r.num_sge; ++i) r.sg_list[i] = sge(in, mem.lkey);
         if (tgt)
           (in.u8() & 1 ? domain.b : domain.a).rq.post(r);
-        else
+        else if (!ini)  // verbs gives an initiator no ibv_post_recv
           qp->post_recv(r);
         break;
       }
@@ -346,6 +361,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         w.compare_add = in.u64();
         w.swap = in.u64();
         w.ud = {&to_peer, kPeerQpn, kQkey};
+        if (ini) {
+          const std::uint8_t sel = in.u8();
+          w.xrc_remote_srqn = sel >= kRaw ? in.u24() : t.srqns[sel % t.srqns.size()];
+        }
         if (!tgt) qp->post_send(w);  // a target has no send queue (verbs refuses)
         break;
       }
