@@ -178,19 +178,21 @@ class VerbsApi : public ::testing::Test {
 
   static ibv_wc wait(ibv_cq* cq) { return uroce::test::wait_one(cq); }
 
-  // b's QP NAKed a request: b's next asynchronous event is `type` on it,
+  // The next asynchronous event of `s`'s context is `type` on its QP,
   // and the QP is in the error state.
-  void expect_responder_error(ibv_event_type type) {
+  static void expect_qp_error(Side& s, ibv_event_type type) {
     ibv_async_event e{};
-    ASSERT_TRUE(uroce::test::next_async_event(b_.ctx, &e)) << "no asynchronous event on b";
+    ASSERT_TRUE(uroce::test::next_async_event(s.ctx, &e)) << "no asynchronous event";
     EXPECT_EQ(e.event_type, type) << ibv_event_type_str(e.event_type);
-    EXPECT_EQ(e.element.qp, b_.qp);
+    EXPECT_EQ(e.element.qp, s.qp);
     ibv_ack_async_event(&e);
     ibv_qp_attr attr{};
     ibv_qp_init_attr init{};
-    ASSERT_EQ(ibv_query_qp(b_.qp, &attr, IBV_QP_STATE, &init), 0);
+    ASSERT_EQ(ibv_query_qp(s.qp, &attr, IBV_QP_STATE, &init), 0);
     EXPECT_EQ(attr.qp_state, IBV_QPS_ERR);
   }
+  // b's QP NAKed a request and says why.
+  void expect_responder_error(ibv_event_type type) { expect_qp_error(b_, type); }
 
   // Before reading memory the peer's responder wrote. Across a network
   // the requester's completion orders it; here both devices share one
@@ -778,14 +780,7 @@ TEST_F(VerbsApi, CqOverflowIsAnAsyncEventAndEndsTheQp) {
   EXPECT_EQ(e.event_type, IBV_EVENT_CQ_ERR);
   EXPECT_EQ(e.element.cq, small);
   ibv_ack_async_event(&e);
-  ASSERT_TRUE(uroce::test::next_async_event(a_.ctx, &e));
-  EXPECT_EQ(e.event_type, IBV_EVENT_QP_FATAL);
-  EXPECT_EQ(e.element.qp, a_.qp);
-  ibv_ack_async_event(&e);
-  ibv_qp_attr attr{};
-  ibv_qp_init_attr got{};
-  ASSERT_EQ(ibv_query_qp(a_.qp, &attr, IBV_QP_STATE, &got), 0);
-  EXPECT_EQ(attr.qp_state, IBV_QPS_ERR);
+  expect_qp_error(a_, IBV_EVENT_QP_FATAL);
   EXPECT_EQ(ibv_destroy_qp(a_.qp), 0);
   a_.qp = nullptr;
   EXPECT_EQ(ibv_destroy_cq(small), 0);
