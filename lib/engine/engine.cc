@@ -491,7 +491,7 @@ bool Engine::flush_backlog() {
 
 bool Engine::Sink::transmit(const transport::TxPacket& pkt) {
   if (n_ == port::kTxBatch) return false;
-  const wire::RoceRoute& route = *pkt.route;
+  const wire::RouteTemplate& route = *pkt.route;
   const wire::OpcodeInfo& info = wire::opcode_info(pkt.bth.opcode);
   const auto len =
       static_cast<std::uint32_t>(wire::roce_frame_length(route, info, pkt.payload_len));

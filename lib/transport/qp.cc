@@ -187,7 +187,10 @@ int Qp::modify(const QpAttr& a, unsigned mask, Nanos /*now*/) {
   if (mask & kAccessFlags) attr_.qp_access_flags = a.qp_access_flags;
   if (mask & kQkey) attr_.qkey = a.qkey;
   if (mask & kPkeyIndex) attr_.pkey = a.pkey;
-  if (mask & kAv) attr_.route = a.route;
+  if (mask & kAv) {
+    attr_.route = a.route;
+    route_template_ = wire::RouteTemplate(a.route);
+  }
   if (mask & kPathMtu) attr_.path_mtu = a.path_mtu;
   if (mask & kDestQpn) attr_.dest_qp_num = a.dest_qp_num & wire::kPsnMask;
   if (mask & kRqPsn) attr_.rq_psn = a.rq_psn & wire::kPsnMask;
@@ -475,7 +478,7 @@ bool Qp::has_work(Nanos now) const {
 
 std::size_t Qp::state_bytes() const {
   return sizeof(Qp) + sq_.capacity() * sizeof(SendWqe) + sq_sges_.capacity() * sizeof(Sge) +
-         sq_inline_.capacity() + sq_routes_.capacity() * sizeof(wire::RoceRoute) +
+         sq_inline_.capacity() + sq_routes_.capacity() * sizeof(wire::RouteTemplate) +
          own_rq_.capacity_bytes() + res_.capacity() * sizeof(RespResource) +
          jobs_.capacity() * sizeof(RespJob);
 }

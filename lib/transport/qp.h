@@ -246,7 +246,9 @@ class Qp {
   const std::uint8_t* inline_of(const SendWqe& wqe) const {
     return sq_inline_.data() + slot_of(wqe) * max_inline_;
   }
-  const wire::RoceRoute& ud_route_of(const SendWqe& wqe) const { return sq_routes_[slot_of(wqe)]; }
+  const wire::RouteTemplate& ud_route_of(const SendWqe& wqe) const {
+    return sq_routes_[slot_of(wqe)];
+  }
   std::uint64_t sq_tail() const { return sq_tail_.load(std::memory_order_acquire); }
   std::uint32_t mtu() const {
     return wire::mtu_bytes(type_ == QpType::kUd ? port_mtu_ : attr_.path_mtu);
@@ -325,6 +327,9 @@ class Qp {
 
   std::atomic<QpState> state_{QpState::kReset};
   QpAttr attr_;
+  /// attr_.route's headers, laid out when the route is set: what the
+  /// engine copies into each frame this QP sends (roce_frame.h).
+  wire::RouteTemplate route_template_;
   Counters counters_;
 
   // Send queue: WQEs in [sq_head_, sq_tail_). The program advances the
@@ -336,7 +341,7 @@ class Qp {
   const std::uint32_t sge_stride_;
   std::vector<Sge> sq_sges_;
   std::vector<std::uint8_t> sq_inline_;
-  std::vector<wire::RoceRoute> sq_routes_;
+  std::vector<wire::RouteTemplate> sq_routes_;
   std::atomic<std::uint64_t> sq_head_{0};
   std::atomic<std::uint64_t> sq_tail_{0};
 

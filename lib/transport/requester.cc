@@ -75,13 +75,13 @@ bool Qp::gather(const SendWqe& wqe, std::uint32_t offset, std::uint32_t len, TxP
 
 bool Qp::build_request(SendWqe& wqe, TxPacket& pkt, std::uint32_t& len, bool& last) {
   const SendWrFields& wr = wqe.wr;
-  pkt.route = type_ == QpType::kUd ? &ud_route_of(wqe) : &attr_.route;
+  pkt.route = type_ == QpType::kUd ? &ud_route_of(wqe) : &route_template_;
   pkt.bth = wire::Bth{};
   pkt.bth.pkey = attr_.pkey;
   pkt.bth.dest_qp = type_ == QpType::kUd ? wr.ud.remote_qpn : attr_.dest_qp_num;
   // A datagram to a multicast group goes to the multicast QPN whatever
   // the WR names: every QP attached to the group is its destination.
-  if (type_ == QpType::kUd && wire::is_multicast(ud_route_of(wqe).dst_ip))
+  if (type_ == QpType::kUd && wire::is_multicast(ud_route_of(wqe).dst_ip()))
     pkt.bth.dest_qp = wire::kMulticastQpn;
   pkt.bth.psn = req_.psn;
   pkt.payload_segs = 0;

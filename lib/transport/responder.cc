@@ -562,7 +562,7 @@ bool Qp::responder_send_one(TxSink& sink, Nanos /*now*/) {
   RespJob& job = jobs_[jobs_head_];
   const wire::Transport transport = wire_transport();
   TxPacket pkt;
-  pkt.route = &attr_.route;
+  pkt.route = &route_template_;
   pkt.bth.pkey = attr_.pkey;
   pkt.bth.dest_qp = attr_.dest_qp_num;
   pkt.bth.psn = job.psn;

@@ -19,7 +19,7 @@ namespace uroce::transport {
 /// headers, and its payload as segments of registered memory. The engine
 /// turns it into a frame; the payload bytes are read during transmit().
 struct TxPacket {
-  const wire::RoceRoute* route = nullptr;
+  const wire::RouteTemplate* route = nullptr;
   wire::Bth bth;
   wire::ExtHeaders ext;
   std::array<wire::ConstBytes, kMaxSge + 1> payload{};

@@ -95,10 +95,10 @@ struct Sge {
   std::uint32_t lkey = 0;
 };
 
-/// A UD destination: where a datagram goes (an address handle's route,
-/// copied when the WR is posted).
+/// A UD destination: where a datagram goes (an address handle's header
+/// template, copied when the WR is posted).
 struct UdDest {
-  const wire::RoceRoute* route = nullptr;
+  const wire::RouteTemplate* route = nullptr;
   std::uint32_t remote_qpn = 0;
   std::uint32_t remote_qkey = 0;
 };

@@ -15,6 +15,7 @@ int Ah::create(Pd& pd, const AddressVector& av, std::unique_ptr<Ah>* out) {
   // does not know; the source QPN alone would do, but 0 keeps one flow
   // per destination as rxe does for UD.
   if (int rc = pd.device().resolve(av, 0, 0, &ah->route_); rc != 0) return rc;
+  ah->template_ = wire::RouteTemplate(ah->route_);
   *out = std::move(ah);
   return 0;
 }

@@ -24,11 +24,14 @@ class Ah {
 
   Pd& pd() const { return pd_; }
   const wire::RoceRoute& route() const { return route_; }
+  /// The route's headers, as UD WRs carry them (roce_frame.h).
+  const wire::RouteTemplate& route_template() const { return template_; }
 
  private:
   explicit Ah(Pd& pd);
   Pd& pd_;
   wire::RoceRoute route_;
+  wire::RouteTemplate template_;
 };
 
 }  // namespace uroce::verbs

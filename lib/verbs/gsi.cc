@@ -288,7 +288,8 @@ bool Gsi::post_mad(const cm::OutMad& m) {
   wr.send_flags = transport::send_flags::kInline;
   wr.sg_list[0] = {reinterpret_cast<std::uint64_t>(m.mad.data()), cm::kMadSize, 0};
   wr.num_sge = 1;
-  wr.ud = {&route, m.to.remote_qpn, wire::kGsiQkey};
+  const wire::RouteTemplate headers(route);
+  wr.ud = {&headers, m.to.remote_qpn, wire::kGsiQkey};
   if (qp_->post_send(wr) != 0) {
     counters_.inc(GsiCounter::kTxQueueFull);
     return false;

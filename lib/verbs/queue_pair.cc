@@ -88,7 +88,8 @@ int QueuePair::start(const QpCaps& caps, transport::QpInit init) {
       caps.max_inline_data > a.max_inline_data)
     return EINVAL;
   const bool sends = caps.type != QpType::kXrcTgt;
-  const bool own_rq = srq_ == nullptr && caps.type != QpType::kXrcIni && caps.type != QpType::kXrcTgt;
+  const bool own_rq =
+      srq_ == nullptr && caps.type != QpType::kXrcIni && caps.type != QpType::kXrcTgt;
   QpCaps& granted = caps_;
   granted = caps;
   // A queue of depth 0 still holds one WR; one SGE always fits. A queue
@@ -253,10 +254,10 @@ std::vector<wire::IpAddr> QueuePair::mcast_groups() const {
   return mcast_;
 }
 
-int QueuePair::set_ud_destination(const Ah& ah, std::uint32_t remote_qpn,
-                                  std::uint32_t remote_qkey, transport::SendWr* wr) const {
+int QueuePair::set_ud_destination(const Ah& ah, std::uint32_t remote_qpn, std::uint32_t remote_qkey,
+                                  transport::SendWr* wr) const {
   if (&ah.pd().context() != &ctx_) return EINVAL;
-  wr->ud.route = &ah.route();
+  wr->ud.route = &ah.route_template();
   wr->ud.remote_qpn = remote_qpn;
   // A Q_Key with the high bit set means the QP's own (IBA 10.2.5); the
   // transport substitutes it when it builds the packet.

@@ -60,7 +60,8 @@ test::Frame send_to_group(Host& h, Qp& qp, const wire::RoceRoute& route) {
   w.send_flags = transport::send_flags::kSignaled;
   w.num_sge = 1;
   w.sg_list[0] = {reinterpret_cast<std::uint64_t>(kText), 9, lkey};
-  w.ud = {&route, 0x42, kUdpQkey};
+  const wire::RouteTemplate headers(route);
+  w.ud = {&headers, 0x42, kUdpQkey};
   EXPECT_EQ(qp.post_send(w), 0);
   h.port.keep_sent = true;
   for (int i = 0; i < 10 && h.port.sent.empty(); ++i) h.engine.poll(now_ns());

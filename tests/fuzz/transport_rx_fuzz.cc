@@ -271,6 +271,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   auto qp = std::make_unique<Qp>(init);
   const wire::RoceRoute to_peer = route(true), from_peer = route(false);
+  const wire::RouteTemplate to_peer_headers(to_peer);
   {
     namespace m = transport::attr_mask;
     const bool rc = type == transport::QpType::kRc, ud = type == transport::QpType::kUd;
@@ -360,7 +361,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         w.rkey = in.u32();
         w.compare_add = in.u64();
         w.swap = in.u64();
-        w.ud = {&to_peer, kPeerQpn, kQkey};
+        w.ud = {&to_peer_headers, kPeerQpn, kQkey};
         if (ini) {
           const std::uint8_t sel = in.u8();
           w.xrc_remote_srqn = sel >= kRaw ? in.u24() : t.srqns[sel % t.srqns.size()];

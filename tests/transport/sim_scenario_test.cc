@@ -147,7 +147,7 @@ TEST(SimScenario, UdDeliversDatagramsWithAGrhAndDropsWrongQkeys) {
   const auto rk = b.memory().reg(rbuf.data(), rbuf.size(), kAll);
   ASSERT_EQ(qb.post_recv(recv_of(rbuf, rk, 7)), 0);
 
-  wire::RoceRoute route = a.route_to(b);
+  const wire::RouteTemplate route(a.route_to(b));
   SendWr w = send_of(msg, lk, 1, WrOpcode::kSendWithImm);
   w.imm_data = 0x01020304;
   w.ud = {&route, qb.qpn(), 0x33333333};  // wrong Q_Key: dropped
@@ -200,7 +200,7 @@ TEST(SimScenario, UdReceiveReportsItsIpVersionInSlAsMlx5Does) {
     std::vector<std::uint8_t> msg(16, 1);
     std::vector<std::uint8_t> rbuf(40 + 64, 0);
     ASSERT_EQ(qb.post_recv(recv_of(rbuf, b.memory().reg(rbuf.data(), rbuf.size(), kAll), 7)), 0);
-    wire::RoceRoute route = a.route_to(b);
+    const wire::RouteTemplate route(a.route_to(b));
     SendWr w = send_of(msg, a.memory().reg(msg.data(), msg.size(), kAll), 1);
     w.ud = {&route, qb.qpn(), 0x22222222};
     ASSERT_EQ(qa.post_send(w), 0);
