@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <utility>
 
 #include "wire/crc32.h"
 #include "wire/crc32_linear.h"
@@ -73,19 +74,20 @@ constexpr auto delta_tables(const std::array<MaskedByte, N>& bytes, std::size_t 
 constexpr auto kDeltaV4 = delta_tables(kMaskedV4Bytes, kMaskedV4);
 constexpr auto kDeltaV6 = delta_tables(kMaskedV6Bytes, kMaskedV6);
 
-template <std::size_t N>
-std::uint32_t headers_delta(const std::uint8_t* p, const std::array<MaskedByte, N>& bytes,
-                            const std::array<std::array<std::uint32_t, 256>, N>& tables) {
-  std::uint32_t d = 0;
-  for (std::size_t i = 0; i < N; ++i)
-    d ^= tables[i][static_cast<std::uint8_t>(~p[bytes[i].offset] & bytes[i].bits)];
-  return d;
+// Unrolled over the masked bytes, whose offsets and masks are then
+// constants: the loop took twice the instructions.
+template <const auto& kBytes, const auto& kTables, std::size_t... I>
+std::uint32_t headers_delta(const std::uint8_t* p, std::index_sequence<I...>) {
+  return (kTables[I][static_cast<std::uint8_t>(~p[kBytes[I].offset] & kBytes[I].bits)] ^ ...);
 }
 
 std::uint32_t icrc_contiguous(ConstBytes packet, bool ipv6) {
   const std::size_t headers = ipv6 ? kMaskedV6 : kMaskedV4;
-  const std::uint32_t delta = ipv6 ? headers_delta(packet.data(), kMaskedV6Bytes, kDeltaV6)
-                                   : headers_delta(packet.data(), kMaskedV4Bytes, kDeltaV4);
+  const std::uint32_t delta =
+      ipv6 ? headers_delta<kMaskedV6Bytes, kDeltaV6>(
+                 packet.data(), std::make_index_sequence<kMaskedV6Bytes.size()>())
+           : headers_delta<kMaskedV4Bytes, kDeltaV4>(
+                 packet.data(), std::make_index_sequence<kMaskedV4Bytes.size()>());
   return crc32(kAfterLrhStandIn, packet) ^ crc32_linear::shift(delta, packet.size() - headers);
 }
 
