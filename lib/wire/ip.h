@@ -46,7 +46,12 @@ struct IpAddr {
   }
   constexpr std::uint32_t v4() const { return load_be32(bytes.data() + 12); }
   std::string to_string() const;
-  constexpr bool operator==(const IpAddr&) const = default;
+  /// Two 8-byte compares: the defaulted comparison called memcmp, on
+  /// every packet received (is the destination one of ours?).
+  constexpr bool operator==(const IpAddr& o) const {
+    return load_be64(bytes.data()) == load_be64(o.bytes.data()) &&
+           load_be64(bytes.data() + 8) == load_be64(o.bytes.data() + 8);
+  }
 };
 
 /// The IPv4 header. Written without options (IHL 5); parsed with or
