@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Many RC QPs at once: unmodified ib_write_bw over net_memif (two uroce
+# processes on shared memory, MTU 9000, path MTU 4096) with 1 QP and with
+# QPS QPs (10,000 by default), at 4 KiB and 64 KiB, TX depth 64 each; the
+# aggregate against one QP's. perftest's CQ holds tx_depth x QPs entries,
+# which 10,000 QPs at its default depth of 128 would take past the
+# device's max_cqe (2^20).
+# Run as root after building: bench/many_qps.sh [BUILD_DIR] [QPS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build=${1:-build}
+qps=${2:-10000}
+run=$(realpath "$build/bin/uroce-run")
+ns=uroce-many-qps
+work=$(mktemp -d)
+hp_before=$(cat /proc/sys/vm/nr_hugepages)
+mounted=0
+cleanup() {
+  ip netns del "$ns" 2>/dev/null || true
+  ((mounted)) && umount /dev/hugepages || true
+  echo "$hp_before" >/proc/sys/vm/nr_hugepages
+  rm -rf "$work"
+}
+trap cleanup EXIT
+ip netns add "$ns"
+ip netns exec "$ns" ip link set lo up
+echo $((hp_before + 600)) >/proc/sys/vm/nr_hugepages
+if ! mountpoint -q /dev/hugepages; then
+  mkdir -p /dev/hugepages && mount -t hugetlbfs nodev /dev/hugepages && mounted=1
+fi
+
+sock=$work/memif.sock
+memif_pair() {  # OUT ib_write_bw ARGS...
+  local out=$1
+  shift
+  rm -f "$sock"
+  ip netns exec "$ns" "$run" --hugepages --mtu 9000 --ip 10.79.0.2/24 \
+    --port "net_memif0,role=server,socket=$sock,socket-abstract=no" -- "$@" >"$out.server" 2>&1 &
+  local pid=$!
+  for _ in $(seq 200); do [[ -S $sock ]] && break; sleep 0.05; done
+  for _ in 1 2 3 4 5; do
+    ip netns exec "$ns" "$run" --hugepages --mtu 9000 --ip 10.79.0.1/24 \
+      --port "net_memif0,role=client,socket=$sock,socket-abstract=no" -- "$@" 127.0.0.1 \
+      >"$out.client" 2>&1 && break
+    grep -q "Couldn't connect" "$out.client" || break
+    sleep 0.2
+  done
+  wait "$pid" || true
+}
+gbps() {  # OUT SIZE: the average, or what went wrong
+  local v
+  v=$(awk -v s="$2" '$1 == s && NF >= 5 { v = $4 } END { print v }' "$1.client")
+  if [[ -n $v ]]; then echo "$v"; else grep -m1 -i "fail\|error\|couldn't" "$1.client" || echo "-"; fi
+}
+
+printf '%-10s %10s %14s %14s %10s\n' size QPs "one QP Gb/s" "all QPs Gb/s" ratio
+for size in 4096 65536; do
+  # About 2.6 GB (4 KiB) or 13 GB (64 KiB) each way: a few seconds.
+  memif_pair "$work/one.$size" ib_write_bw -d uroce0 -s "$size" -q 1 -t 64 \
+    -n $((2621440000 / size * (size / 4096 > 1 ? 5 : 1))) --report_gbits
+  memif_pair "$work/many.$size" ib_write_bw -d uroce0 -s "$size" -q "$qps" -t 64 \
+    -n $((2621440000 / size * (size / 4096 > 1 ? 5 : 1) / qps + 1)) --report_gbits
+  one=$(gbps "$work/one.$size" "$size")
+  many=$(gbps "$work/many.$size" "$size")
+  printf '%-10s %10s %14s %14s %10s\n' "$size B" "$qps" "$one" "$many" \
+    "$(awk -v x="$many" -v y="$one" 'BEGIN { if (y + 0 == 0 || x + 0 == 0) print "-"; else printf "%.2fx", x / y }')"
+done
+echo "(target: all QPs >= 0.9x one QP)"
