@@ -19,18 +19,10 @@ namespace uroce::transport {
 /// headers, and its payload as segments of registered memory. The engine
 /// turns it into a frame; the payload bytes are read during transmit().
 struct TxPacket {
-  // A packet is made on the stack for every one sent, and only its first
-  // payload_segs segments are ever read: the constructor leaves the
-  // others unwritten, where zeroing the 33 of them cost 89 instructions
-  // a packet. (A union member is initialised only when asked to.)
-  TxPacket() {}
-
   const wire::RouteTemplate* route = nullptr;
   wire::Bth bth;
   wire::ExtHeaders ext;
-  union {
-    std::array<wire::ConstBytes, kMaxSge + 1> payload;  ///< [0, payload_segs) are set
-  };
+  std::array<wire::ConstBytes, kMaxSge + 1> payload{};
   std::uint32_t payload_segs = 0;
   std::uint32_t payload_len = 0;
 };
