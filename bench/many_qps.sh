@@ -57,11 +57,13 @@ gbps() {  # OUT SIZE: the average, or what went wrong
 
 printf '%-10s %10s %14s %14s %10s\n' size QPs "one QP Gb/s" "all QPs Gb/s" ratio
 for size in 4096 65536; do
-  # About 2.6 GB (4 KiB) or 13 GB (64 KiB) each way: a few seconds.
-  memif_pair "$work/one.$size" ib_write_bw -d uroce0 -s "$size" -q 1 -t 64 \
-    -n $((2621440000 / size * (size / 4096 > 1 ? 5 : 1))) --report_gbits
+  # About 2.6 GB (4 KiB) or 13 GB (64 KiB) each way for one QP, and at
+  # least 64 WRs a QP for all (perftest lowers the TX depth to -n).
+  total=$((2621440000 / size * (size / 4096 > 1 ? 5 : 1)))
+  memif_pair "$work/one.$size" ib_write_bw -d uroce0 -s "$size" -q 1 -t 64 -n "$total" \
+    --report_gbits
   memif_pair "$work/many.$size" ib_write_bw -d uroce0 -s "$size" -q "$qps" -t 64 \
-    -n $((2621440000 / size * (size / 4096 > 1 ? 5 : 1) / qps + 1)) --report_gbits
+    -n $((total / qps > 64 ? total / qps : 64)) --report_gbits
   one=$(gbps "$work/one.$size" "$size")
   many=$(gbps "$work/many.$size" "$size")
   printf '%-10s %10s %14s %14s %10s\n' "$size B" "$qps" "$one" "$many" \
