@@ -52,7 +52,7 @@ memif_pair() {  # OUT ib_write_bw ARGS...
 gbps() {  # OUT SIZE: the average, or what went wrong
   local v
   v=$(awk -v s="$2" '$1 == s && NF >= 5 { v = $4 } END { print v }' "$1.client")
-  if [[ -n $v ]]; then echo "$v"; else grep -m1 -i "fail\|error\|couldn't" "$1.client" || echo "-"; fi
+  if [[ -n $v ]]; then echo "$v"; else grep -m1 -oE "Failed status [0-9]+|Couldn't [a-z ]+" "$1.client" || echo "-"; fi
 }
 
 printf '%-10s %10s %14s %14s %10s\n' size QPs "one QP Gb/s" "all QPs Gb/s" ratio
