@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Helpers the side-by-side benchmarks share; sourced, not run. Callers set
-# $duration (seconds of each timed run).
+# $duration (seconds of each timed run) and $run (uroce-run's path).
 
 wait_listen() {  # NAMESPACE PORT: until a TCP socket listens there (10 s at most)
   for _ in $(seq 200); do
@@ -56,3 +56,31 @@ iperf_gbps() {  # IPERF3_JSON
 sockperf_p50() { awk '/percentile 50.000 =/ { print $NF }' "$1"; }
 ratio() { awk -v x="$1" -v y="$2" 'BEGIN { if (x == "" || y == "" || y == 0) print "-"; else printf "%.2fx", x / y }'; }
 row() { printf "%-50s %12s %16s\n" "$@"; }
+
+# A perftest pair over net_memif in NAMESPACE: two uroce processes on
+# shared memory through SOCK (MTU 9000, hugepages), the client reaching
+# the server's perftest over loopback; their output in OUT.server and
+# OUT.client. memif_pair NAMESPACE SOCK OUT TOOL ARGS...
+memif_pair() {
+  local ns=$1 sock=$2 out=$3
+  shift 3
+  # The last run's server leaves its socket file, which the next server
+  # cannot bind and its client would take for the new server's.
+  rm -f "$sock"
+  ip netns exec "$ns" "$run" --hugepages --mtu 9000 --ip 10.78.0.2/24 \
+    --port "net_memif0,role=server,socket=$sock,socket-abstract=no" -- "$@" >"$out.server" 2>&1 &
+  local pid=$!
+  # The server's port is down until the client's memif connects, and the
+  # server listens for perftest's TCP exchange only once it is up: start
+  # the client as soon as the socket exists, and again should it have
+  # tried TCP before the server listened.
+  for _ in $(seq 200); do [[ -S $sock ]] && break; sleep 0.05; done
+  for _ in 1 2 3 4 5; do
+    ip netns exec "$ns" "$run" --hugepages --mtu 9000 --ip 10.78.0.1/24 \
+      --port "net_memif0,role=client,socket=$sock,socket-abstract=no" -- "$@" 127.0.0.1 \
+      >"$out.client" 2>&1 && break
+    grep -q "Couldn't connect" "$out.client" || break
+    sleep 0.2
+  done
+  wait "$pid"
+}

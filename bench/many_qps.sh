@@ -9,6 +9,7 @@
 # Run as root after building: bench/many_qps.sh [BUILD_DIR] [QPS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 
 build=${1:-build}
 qps=${2:-10000}
@@ -32,23 +33,6 @@ if ! mountpoint -q /dev/hugepages; then
 fi
 
 sock=$work/memif.sock
-memif_pair() {  # OUT ib_write_bw ARGS...
-  local out=$1
-  shift
-  rm -f "$sock"
-  ip netns exec "$ns" "$run" --hugepages --mtu 9000 --ip 10.79.0.2/24 \
-    --port "net_memif0,role=server,socket=$sock,socket-abstract=no" -- "$@" >"$out.server" 2>&1 &
-  local pid=$!
-  for _ in $(seq 200); do [[ -S $sock ]] && break; sleep 0.05; done
-  for _ in 1 2 3 4 5; do
-    ip netns exec "$ns" "$run" --hugepages --mtu 9000 --ip 10.79.0.1/24 \
-      --port "net_memif0,role=client,socket=$sock,socket-abstract=no" -- "$@" 127.0.0.1 \
-      >"$out.client" 2>&1 && break
-    grep -q "Couldn't connect" "$out.client" || break
-    sleep 0.2
-  done
-  wait "$pid" || true
-}
 gbps() {  # OUT SIZE: the average, or what went wrong
   local v
   v=$(awk -v s="$2" '$1 == s && NF >= 5 { v = $4 } END { print v }' "$1.client")
@@ -60,10 +44,10 @@ for size in 4096 65536; do
   # About 2.6 GB (4 KiB) or 13 GB (64 KiB) each way for one QP, and at
   # least 64 WRs a QP for all (perftest lowers the TX depth to -n).
   total=$((2621440000 / size * (size / 4096 > 1 ? 5 : 1)))
-  memif_pair "$work/one.$size" ib_write_bw -d uroce0 -s "$size" -q 1 -t 64 -n "$total" \
-    --report_gbits
-  memif_pair "$work/many.$size" ib_write_bw -d uroce0 -s "$size" -q "$qps" -t 64 \
-    -n $((total / qps > 64 ? total / qps : 64)) --report_gbits
+  memif_pair "$ns" "$sock" "$work/one.$size" ib_write_bw -d uroce0 -s "$size" -q 1 -t 64 -n "$total" \
+    --report_gbits || true
+  memif_pair "$ns" "$sock" "$work/many.$size" ib_write_bw -d uroce0 -s "$size" -q "$qps" -t 64 \
+    -n $((total / qps > 64 ? total / qps : 64)) --report_gbits || true
   one=$(gbps "$work/one.$size" "$size")
   many=$(gbps "$work/many.$size" "$size")
   printf '%-10s %10s %14s %14s %10s\n' "$size B" "$qps" "$one" "$many" \

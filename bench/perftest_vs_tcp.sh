@@ -87,31 +87,8 @@ if ! mountpoint -q /dev/hugepages; then
   mkdir -p /dev/hugepages && mount -t hugetlbfs nodev /dev/hugepages && mounted=1
 fi
 sock="$work/memif-bench-$$.sock"
-memif_pair() {  # OUT TOOL ARGS...
-  local out=$1
-  shift
-  # The last run's server leaves its socket file, which the next server
-  # cannot bind and its client would take for the new server's.
-  rm -f "$sock"
-  ip netns exec "$a" "$run" --hugepages --mtu 9000 --ip 10.78.0.2/24 \
-    --port "net_memif0,role=server,socket=$sock,socket-abstract=no" -- "$@" >"$out.server" 2>&1 &
-  local pid=$!
-  # The server's port is down until the client's memif connects, and the
-  # server listens for perftest's TCP exchange only once it is up: start
-  # the client as soon as the socket exists, and again should it have
-  # tried TCP before the server listened.
-  for _ in $(seq 200); do [[ -S $sock ]] && break; sleep 0.05; done
-  for _ in 1 2 3 4 5; do
-    ip netns exec "$a" "$run" --hugepages --mtu 9000 --ip 10.78.0.1/24 \
-      --port "net_memif0,role=client,socket=$sock,socket-abstract=no" -- "$@" 127.0.0.1 \
-      >"$out.client" 2>&1 && break
-    grep -q "Couldn't connect" "$out.client" || break
-    sleep 0.2
-  done
-  wait "$pid"
-}
-memif_pair "$work/memif-bw" ib_write_bw -d uroce0 -s 65536 -D "$duration" --report_gbits
-memif_pair "$work/memif-lat" ib_send_lat -d uroce0 -s 2 -n 20000
+memif_pair "$a" "$sock" "$work/memif-bw" ib_write_bw -d uroce0 -s 65536 -D "$duration" --report_gbits
+memif_pair "$a" "$sock" "$work/memif-lat" ib_send_lat -d uroce0 -s 2 -n 20000
 
 # --- kernel TCP over loopback ----------------------------------------------
 ip netns exec "$a" iperf3 -s -1 -p 5202 >/dev/null 2>&1 &
