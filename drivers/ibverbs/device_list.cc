@@ -90,20 +90,26 @@ std::uint64_t guid_before_open(const DeviceConfig& dc) {
 void close_all() {
   for (UDevice* u : devices()) {
     std::lock_guard lock(u->mu);
-    if (u->dev) u->dev->end_of_process();
+    if (u->dev && !u->parents) u->dev->end_of_process();
   }
 }
 
 // In a child of fork(), a device attached to uroced is the parent's: its
 // rings, its daemon connection and (not in the child) its poll thread.
 // The child forgets it (leaked: it is the parent's to end) and attaches
-// anew on first use, as a program of its own.
+// anew on first use, as a program of its own. An in-process device is
+// the parent's for good: its port cannot be opened twice, and the child
+// is refused it rather than left to wait on its engine.
 void forget_in_child() {
   for (UDevice* u : devices()) {
     new (&u->mu) std::mutex();
-    if (u->dev && daemon::is_daemon_device(u->cfg)) {
+    if (!u->dev) continue;
+    if (daemon::is_daemon_device(u->cfg)) {
       (void)u->dev.release();
       u->opens = 0;
+      forget_sysfs_counters(u->cfg.name);
+    } else {
+      u->parents = true;
     }
   }
 }
@@ -140,6 +146,13 @@ UDevice* our_device(ibv_device* d) {
 
 verbs::Device* open_device(UDevice* u) {
   std::lock_guard lock(u->mu);
+  if (u->parents) {
+    std::fprintf(stderr,
+                 "uroce: %s is the parent process's: a forked child cannot use an in-process "
+                 "device (attach both to uroced to share one)\n",
+                 u->cfg.name.c_str());
+    return nullptr;
+  }
   if (!u->dev) {
     std::string err;
     u->dev = verbs::Device::open(u->cfg, u->config, &err);
@@ -339,6 +352,8 @@ int ibv_close_device(ibv_context* context) {
   UContext* c = ours(context);
   if (!c) UROCE_FORWARD(ibv_close_device, "IBVERBS_1.1", ENOSYS, context);
   UDevice* u = c->udev;
+  // A context the parent opened, in its child: the parent's to close.
+  if (u->parents) return 0;
   c->dev->remove_link_listener(c->link_listener);
   if (c->ctx->busy()) {
     // Objects of this context still exist (the program did not destroy

@@ -47,6 +47,10 @@ struct UDevice {
   std::mutex mu;
   std::unique_ptr<verbs::Device> dev;
   int opens = 0;
+  /// In a child of fork(): `dev` is the parent's in-process device, whose
+  /// port, engine and poll thread stay the parent's. The child cannot use
+  /// it (its locks may be held by threads the child does not have).
+  bool parents = false;
 };
 
 /// The process's uroce devices (from the configuration, read once).

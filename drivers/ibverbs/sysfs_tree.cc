@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <infiniband/verbs.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -36,6 +37,27 @@ bool write_file(const std::string& path, const std::string& text) {
 }
 
 bool make_dir(const std::string& path) { return mkdir(path.c_str(), 0755) == 0 || errno == EEXIST; }
+
+// The counters' writers take turns: the threads of a process on
+// counters_mu, the processes of the namespace on the port directory's
+// flock, taken only under counters_mu. A fork must not fall inside that
+// turn. The child would start with counters_mu held and with a copy of
+// the descriptor that holds the flock, which no thread of it will close:
+// its first update (when it opens or closes the device) would wait
+// forever, as would every later program of the namespace on the flock.
+// So fork waits for the turn to end (pthread_atfork below), as programs
+// that fork with a device open do: rdma-core's tests, MPI launchers.
+std::mutex counters_mu;
+// What each device had counted when this process last wrote its files.
+std::map<std::string, std::map<std::string, std::uint64_t>> counters_written;
+
+void hold_counters_across_fork() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    pthread_atfork([] { counters_mu.lock(); }, [] { counters_mu.unlock(); },
+                   [] { counters_mu.unlock(); });
+  });
+}
 
 // A GID as the kernel prints one (%pI6): eight groups of four hex digits.
 std::string gid_text(const wire::IpAddr& g) {
@@ -185,10 +207,9 @@ void update_sysfs_counters(verbs::Device& dev) {
   // since the port came up; each program's device counts its own. So a
   // program adds to each file what its device counted since it last
   // wrote, holding the port directory's lock against the others.
-  static std::mutex mu;
-  static std::map<std::string, std::map<std::string, std::uint64_t>> written;  // device -> file
-  std::lock_guard lock(mu);
-  auto& last = written[dev.name()];
+  hold_counters_across_fork();
+  std::lock_guard lock(counters_mu);
+  auto& last = counters_written[dev.name()];
   const int dir = open(port.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir < 0 || flock(dir, LOCK_EX) != 0) {
     if (dir >= 0) close(dir);
@@ -211,6 +232,11 @@ void update_sysfs_counters(verbs::Device& dev) {
   if (!ok)
     log::get().warn("{}: rewriting its sysfs counters failed: {}", dev.name(),
                     std::strerror(errno));
+}
+
+void forget_sysfs_counters(const std::string& device) {
+  std::lock_guard lock(counters_mu);
+  counters_written.erase(device);
 }
 
 void update_sysfs_gids(const verbs::Device& dev) {

@@ -43,6 +43,11 @@ void update_sysfs_port(const std::string& device, bool active, std::uint8_t widt
 /// them).
 void update_sysfs_counters(verbs::Device& dev);
 
+/// Forgets what this process last wrote for `device`'s counters: its
+/// device is a new one (a forked child's, of the device daemon), whose
+/// counters start again from 0.
+void forget_sysfs_counters(const std::string& device);
+
 /// Rewrites port 1's GID table (gids/, gid_attrs/) from the device's
 /// (a netdev device's interface gained or lost an address).
 void update_sysfs_gids(const verbs::Device& dev);

@@ -192,6 +192,30 @@ TEST_F(Sysfs, TheTreeIsTheProgramsAlone) {
   EXPECT_NE(run("ls /sys/class/net\n").find("rdma"), std::string::npos);
 }
 
+// A program that forks while a thread of it opens and closes its device
+// (each close rewrites the counters' files), and children that open the
+// device themselves, as Python's multiprocessing does in rdma-core's
+// tests: no child may inherit a lock taken and hang on it. A device
+// daemon's child attaches anew and uses the device; the child of a
+// program with an in-process device is refused it at once (ENODEV): the
+// port and the engine are the parent's.
+TEST_F(Sysfs, AChildOfAProgramWithItsOwnDeviceIsRefusedItAtOnce) {
+  const std::string out = run(std::string(UROCE_FORK_WITH_DEVICE) + " uroce0 200 refused\n");
+  EXPECT_NE(out.find("ok\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("uroce0 is the parent process's"), std::string::npos) << out;
+}
+
+TEST_F(Sysfs, ADaemonsProgramThatForksWithItsDeviceBusyHasChildrenThatUseIt) {
+  std::unique_ptr<Child> daemon = bed_.start_daemon('a');
+  ASSERT_TRUE(daemon) << "uroced did not come up";
+  std::string cmd = bed_.attached_run('a', std::string(UROCE_FORK_WITH_DEVICE) + " uroce0 50");
+  cmd.replace(cmd.find(" -- "), 4, " --sysfs -- ");
+  Child c("ip netns exec " + bed_.ns('a') + " " + cmd, bed_.dir() + "/fork.log");
+  EXPECT_EQ(c.wait(120s), 0) << c.output();
+  EXPECT_NE(c.output().find("ok\n"), std::string::npos) << c.output();
+  EXPECT_TRUE(test::TestbedPair::stop_daemon(daemon));
+}
+
 TEST_F(Sysfs, AUserOtherThanRootGetsTheTreeToo) {
   // The device is root's daemon's; the program runs as user 4242 (not the
   // kernel's overflow id, which an unmapped user would read as), whom the
