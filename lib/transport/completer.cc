@@ -28,11 +28,10 @@ void Qp::progress(Nanos now) {
   comp_.rnr_retry = attr_.rnr_retry;
   comp_.retry_pending = false;
   comp_.rto_deadline = 0;
-  if (comp_.psn != req_.psn || sq_head_.load(std::memory_order_relaxed) != req_.wqe)
-    arm_retransmit(now);
+  if (comp_.psn.before(req_.ack_req_end)) arm_retransmit(now);
 }
 
-bool Qp::complete_acked(Psn psn, bool inclusive, Nanos now) {
+bool Qp::complete_acked(Psn psn, bool inclusive) {
   // Every SEND or WRITE whose last PSN the acknowledgement covers is done
   // (an implicit ACK, IBA 9.7.5.1.2). A READ or ATOMIC it covers whose
   // responses never came means they were lost: an implied NAK.
@@ -50,7 +49,7 @@ bool Qp::complete_acked(Psn psn, bool inclusive, Nanos now) {
     }
     if (is_rd_atomic(wqe.wr.opcode)) {
       counters_.inc(Counter::kImpliedNakSeqErr);
-      retry(comp_.psn, RetryCause::kImpliedNak, now);
+      retry(comp_.psn, RetryCause::kImpliedNak);
       return comp_.psn != before;
     }
     comp_.psn = wqe.last_psn + 1;
@@ -71,7 +70,7 @@ void Qp::fail_head(WcStatus status) {
   enter_error();
 }
 
-void Qp::retry(Psn from, RetryCause cause, Nanos now) {
+void Qp::retry(Psn from, RetryCause cause) {
   // One retry sequence at a time (rxe's started_retry): responses and NAKs
   // still in flight from before the restart would otherwise restart it
   // again and again, each time burning retry budget. Only a timeout or an
@@ -104,8 +103,8 @@ void Qp::retry(Psn from, RetryCause cause, Nanos now) {
   comp_.rerequested = false;
   comp_.retry_pending = true;
   comp_.retry_psn = from;
+  // The timer starts again when the resent packets ask for an ACK.
   comp_.rto_deadline = 0;
-  if (!rnr) arm_retransmit(now);
 }
 
 void Qp::on_read_response(const wire::RocePacket& pkt, SendWqe& wqe, Nanos now) {
@@ -114,7 +113,7 @@ void Qp::on_read_response(const wire::RocePacket& pkt, SendWqe& wqe, Nanos now) 
   if (psn.after(comp_.psn)) {
     // A response went missing: ask again from the first one absent.
     counters_.inc(Counter::kImpliedNakSeqErr);
-    retry(comp_.psn, RetryCause::kImpliedNak, now);
+    retry(comp_.psn, RetryCause::kImpliedNak);
     return;
   }
   const std::uint32_t offset = static_cast<std::uint32_t>(psn - wqe.first_psn) * mtu();
@@ -175,8 +174,12 @@ void Qp::on_nak(const wire::RocePacket& pkt, Nanos now) {
   const wire::AethSyndrome syn = pkt.ext.aeth.syndrome;
   const Psn psn = pkt.bth.psn;
   // Everything before the NAK's PSN was executed (IBA 9.7.5.1.3).
-  if (complete_acked(psn, /*inclusive=*/false, now)) progress(now);
+  if (complete_acked(psn, /*inclusive=*/false)) progress(now);
   if (state() == QpState::kErr) return;
+  // A NAK for a PSN already acknowledged is older than an ACK that came
+  // before it (reordered on the way): going back to it would put the
+  // requester behind the completer, where its window is closed.
+  if (psn.before(comp_.psn)) return;
   // A READ or ATOMIC before the NAK's PSN still misses responses: that
   // loss came first, and complete_acked already restarted from it. Going
   // back to the NAK's PSN now would skip it.
@@ -186,13 +189,13 @@ void Qp::on_nak(const wire::RocePacket& pkt, Nanos now) {
     // Wait what the responder asked (its min_rnr_timer), then resend.
     comp_.rnr_until = now + Nanos{wire::rnr_timer_usec(syn.value)} * 1000;
     comp_.rto_deadline = 0;
-    retry(earlier_missing ? comp_.psn : psn, RetryCause::kRnr, now);
+    retry(earlier_missing ? comp_.psn : psn, RetryCause::kRnr);
     return;
   }
   switch (syn.nak_code()) {
     case NakCode::kPsnSequenceError:
       counters_.inc(Counter::kRcvdSeqErr);
-      if (!earlier_missing) retry(psn, RetryCause::kNak, now);
+      if (!earlier_missing) retry(psn, RetryCause::kNak);
       return;
     case NakCode::kInvalidRequest:
       fail_head(WcStatus::kRemInvReqErr);
@@ -220,12 +223,12 @@ void Qp::completer_receive(const wire::RocePacket& pkt, Nanos now) {
       on_nak(pkt, now);
       return;
     }
-    if (complete_acked(psn, /*inclusive=*/true, now)) progress(now);
+    if (complete_acked(psn, /*inclusive=*/true)) progress(now);
     return;
   }
   // READ responses and ATOMIC ACKs implicitly acknowledge what precedes
   // them.
-  if (complete_acked(psn, /*inclusive=*/false, now)) progress(now);
+  if (complete_acked(psn, /*inclusive=*/false)) progress(now);
   if (state() == QpState::kErr) return;
   const std::uint64_t head = sq_head_.load(std::memory_order_relaxed);
   if (head == sq_tail()) return;

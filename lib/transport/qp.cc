@@ -214,7 +214,7 @@ int Qp::modify(const QpAttr& a, unsigned mask, Nanos /*now*/) {
     jobs_.assign(2 * attr_.max_dest_rd_atomic + 4, RespJob{});
     jobs_head_ = jobs_count_ = 0;
   } else if (from == QpState::kRtr && to == QpState::kRts) {
-    req_.psn = comp_.psn = Psn(attr_.sq_psn);
+    req_.psn = comp_.psn = req_.ack_req_end = Psn(attr_.sq_psn);
   }
   if (mask & kRetryCnt) comp_.retry_cnt = attr_.retry_cnt;
   if (mask & kRnrRetry) comp_.rnr_retry = attr_.rnr_retry;
@@ -514,7 +514,7 @@ void Qp::on_timer(Nanos now) {
         sq_head_.load(std::memory_order_relaxed) != req_.wqe || comp_.psn != req_.psn;
     if (!outstanding || state() == QpState::kErr) return;
     counters_.inc(Counter::kLocalAckTimeoutErr);
-    retry(comp_.psn, RetryCause::kTimeout, now);
+    retry(comp_.psn, RetryCause::kTimeout);
   }
 }
 

@@ -265,12 +265,12 @@ class Qp {
 
   // completer.cc
   void completer_receive(const wire::RocePacket& pkt, Nanos now);
-  bool complete_acked(wire::Psn psn, bool inclusive, Nanos now);
+  bool complete_acked(wire::Psn psn, bool inclusive);
   void on_read_response(const wire::RocePacket& pkt, SendWqe& wqe, Nanos now);
   void on_atomic_ack(const wire::RocePacket& pkt, SendWqe& wqe, Nanos now);
   void on_nak(const wire::RocePacket& pkt, Nanos now);
   enum class RetryCause : std::uint8_t { kTimeout, kNak, kImpliedNak, kRnr };
-  void retry(wire::Psn from, RetryCause cause, Nanos now);
+  void retry(wire::Psn from, RetryCause cause);
   void progress(Nanos now);
   void complete_local_done();
   void fail_head(WcStatus status);
@@ -350,6 +350,10 @@ class Qp {
     std::uint64_t wqe = 0;     ///< next WQE to send from
     std::uint32_t offset = 0;  ///< bytes of it already sent
     wire::Psn psn;             ///< next PSN to send
+    /// One past the last PSN a sent AckReq asks to be acknowledged (a
+    /// READ's, past its last response): while the completer has not
+    /// reached it, the local ACK timer runs.
+    wire::Psn ack_req_end;
     std::uint32_t since_ack_req = 0;
     std::uint32_t rd_atomic = 0;  ///< outstanding READ/ATOMIC requests
     Nanos gate_retry_at = 0;

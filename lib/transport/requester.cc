@@ -228,7 +228,15 @@ bool Qp::requester_send_one(TxSink& sink, Nanos now) {
     ++req_.wqe;
     req_.offset = 0;
   }
-  if (reliable()) arm_retransmit(now);
+  // The local ACK timer covers the packets a responder must answer, those
+  // with AckReq (IBA 9.7.6.1.3). A message split over several turns of the
+  // engine's scheduler (with thousands of QPs, a turn may come a local ACK
+  // timeout later) would otherwise time out on packets that nothing was
+  // asked to acknowledge yet, and go back to resend them.
+  if (reliable() && pkt.bth.ack_req) {
+    req_.ack_req_end = req_.psn;
+    arm_retransmit(now);
+  }
   return true;
 }
 

@@ -118,6 +118,60 @@ TEST_F(QpTest, LocalAckTimeoutHasMicrosecondPrecisionAndExhaustsIntoRetryExcErr)
   EXPECT_EQ(qp_->counters().get(Counter::kLocalAckTimeoutErr), 3u);
 }
 
+TEST_F(QpTest, TheAckTimerRunsOnlyOnceAPacketAsksForAnAck) {
+  // A 1 KiB SEND is four packets at path MTU 256; only the last asks for
+  // an ACK. Sent two now and two much later (as a QP among thousands gets
+  // its turns), it must not time out in between: the responder owes no
+  // ACK for the first two.
+  auto data = bytes(1024);
+  ASSERT_EQ(qp_->post_send(send_wr(WrOpcode::kSend, data, 5)), 0);
+  ASSERT_EQ(qp_->transmit(sink_, 2, 1000), 2u);
+  EXPECT_FALSE(pop().bth.ack_req);
+  EXPECT_FALSE(pop().bth.ack_req);
+  EXPECT_EQ(qp_->next_deadline(), 0u) << "no timer for packets nothing must answer";
+  const Nanos later = 1000 + 100 * 8192;
+  qp_->on_timer(later);
+  ASSERT_EQ(qp_->transmit(sink_, 2, later), 2u);
+  EXPECT_EQ(pop().bth.psn, Psn(kOurPsn + 2)) << "the message goes on where it was";
+  const Sent last = pop();
+  EXPECT_TRUE(last.bth.ack_req);
+  EXPECT_EQ(qp_->next_deadline(), later + 8192);
+  wire::ExtHeaders ack;
+  ack.aeth = {AethSyndrome::ack(), 1};
+  deliver(Opcode::kRcAcknowledge, kOurPsn + 3, ack, {}, false, later + 100);
+  const auto wc = poll(scq_);
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(qp_->next_deadline(), 0u);
+  EXPECT_EQ(qp_->counters().get(Counter::kLocalAckTimeoutErr), 0u);
+  EXPECT_EQ(qp_->counters().get(Counter::kCompleterRetryErr), 0u);
+}
+
+TEST_F(QpTest, ANakOverTakenByALaterAckIsIgnored) {
+  auto data = bytes(1024);
+  ASSERT_EQ(qp_->post_send(send_wr(WrOpcode::kSend, data, 5)), 0);
+  ASSERT_EQ(drain(0).size(), 4u);
+  sink_.sent.clear();
+  // The responder NAKed PSN +1 (+1 lost), then received it resent and
+  // acknowledged it; the network delivers the ACK first.
+  wire::ExtHeaders ack;
+  ack.aeth = {AethSyndrome::ack(), 0};
+  deliver(Opcode::kRcAcknowledge, kOurPsn + 1, ack, {}, false, 100);
+  wire::ExtHeaders nak;
+  nak.aeth = {AethSyndrome::nak(NakCode::kPsnSequenceError), 0};
+  deliver(Opcode::kRcAcknowledge, kOurPsn + 1, nak, {}, false, 200);
+  // Expect: no going back behind what is acknowledged; the rest is still
+  // under the ACK timer, and its ACK completes the SEND.
+  EXPECT_TRUE(drain(300).empty());
+  EXPECT_EQ(qp_->counters().get(Counter::kCompleterRetryErr), 0u);
+  EXPECT_NE(qp_->next_deadline(), 0u);
+  ack.aeth = {AethSyndrome::ack(), 1};
+  deliver(Opcode::kRcAcknowledge, kOurPsn + 3, ack, {}, false, 400);
+  const auto wc = poll(scq_);
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].status, WcStatus::kSuccess);
+}
+
 TEST_F(QpTest, RnrNakWaitsTheNaksTimerThenResendsAndExhaustsIntoRnrRetryExcErr) {
   auto data = bytes(8);
   ASSERT_EQ(qp_->post_send(send_wr(WrOpcode::kSend, data, 5)), 0);
