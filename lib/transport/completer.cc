@@ -31,7 +31,7 @@ void Qp::progress(Nanos now) {
   if (comp_.psn.before(req_.ack_req_end)) arm_retransmit(now);
 }
 
-bool Qp::complete_acked(Psn psn, bool inclusive) {
+bool Qp::complete_acked(Psn psn, bool inclusive, Nanos now) {
   // Every SEND or WRITE whose last PSN the acknowledgement covers is done
   // (an implicit ACK, IBA 9.7.5.1.2). A READ or ATOMIC it covers whose
   // responses never came means they were lost: an implied NAK.
@@ -49,7 +49,7 @@ bool Qp::complete_acked(Psn psn, bool inclusive) {
     }
     if (is_rd_atomic(wqe.wr.opcode)) {
       counters_.inc(Counter::kImpliedNakSeqErr);
-      retry(comp_.psn, RetryCause::kImpliedNak);
+      retry(comp_.psn, RetryCause::kImpliedNak, now);
       return comp_.psn != before;
     }
     comp_.psn = wqe.last_psn + 1;
@@ -70,7 +70,7 @@ void Qp::fail_head(WcStatus status) {
   enter_error();
 }
 
-void Qp::retry(Psn from, RetryCause cause) {
+void Qp::retry(Psn from, RetryCause cause, Nanos now) {
   // One retry sequence at a time (rxe's started_retry): responses and NAKs
   // still in flight from before the restart would otherwise restart it
   // again and again, each time burning retry budget. Only a timeout or an
@@ -103,8 +103,11 @@ void Qp::retry(Psn from, RetryCause cause) {
   comp_.rerequested = false;
   comp_.retry_pending = true;
   comp_.retry_psn = from;
-  // The timer starts again when the resent packets ask for an ACK.
+  // The timer starts again when the resent packets ask for an ACK. A QP
+  // in SQD sends nothing, resends included: its timer runs on, so that it
+  // ends in RETRY_EXC_ERR instead of waiting forever.
   comp_.rto_deadline = 0;
+  if (state() != QpState::kRts) arm_retransmit(now);
 }
 
 void Qp::on_read_response(const wire::RocePacket& pkt, SendWqe& wqe, Nanos now) {
@@ -113,7 +116,7 @@ void Qp::on_read_response(const wire::RocePacket& pkt, SendWqe& wqe, Nanos now) 
   if (psn.after(comp_.psn)) {
     // A response went missing: ask again from the first one absent.
     counters_.inc(Counter::kImpliedNakSeqErr);
-    retry(comp_.psn, RetryCause::kImpliedNak);
+    retry(comp_.psn, RetryCause::kImpliedNak, now);
     return;
   }
   const std::uint32_t offset = static_cast<std::uint32_t>(psn - wqe.first_psn) * mtu();
@@ -174,7 +177,7 @@ void Qp::on_nak(const wire::RocePacket& pkt, Nanos now) {
   const wire::AethSyndrome syn = pkt.ext.aeth.syndrome;
   const Psn psn = pkt.bth.psn;
   // Everything before the NAK's PSN was executed (IBA 9.7.5.1.3).
-  if (complete_acked(psn, /*inclusive=*/false)) progress(now);
+  if (complete_acked(psn, /*inclusive=*/false, now)) progress(now);
   if (state() == QpState::kErr) return;
   // A NAK for a PSN already acknowledged is older than an ACK that came
   // before it (reordered on the way): going back to it would put the
@@ -189,13 +192,13 @@ void Qp::on_nak(const wire::RocePacket& pkt, Nanos now) {
     // Wait what the responder asked (its min_rnr_timer), then resend.
     comp_.rnr_until = now + Nanos{wire::rnr_timer_usec(syn.value)} * 1000;
     comp_.rto_deadline = 0;
-    retry(earlier_missing ? comp_.psn : psn, RetryCause::kRnr);
+    retry(earlier_missing ? comp_.psn : psn, RetryCause::kRnr, now);
     return;
   }
   switch (syn.nak_code()) {
     case NakCode::kPsnSequenceError:
       counters_.inc(Counter::kRcvdSeqErr);
-      if (!earlier_missing) retry(psn, RetryCause::kNak);
+      if (!earlier_missing) retry(psn, RetryCause::kNak, now);
       return;
     case NakCode::kInvalidRequest:
       fail_head(WcStatus::kRemInvReqErr);
@@ -223,12 +226,12 @@ void Qp::completer_receive(const wire::RocePacket& pkt, Nanos now) {
       on_nak(pkt, now);
       return;
     }
-    if (complete_acked(psn, /*inclusive=*/true)) progress(now);
+    if (complete_acked(psn, /*inclusive=*/true, now)) progress(now);
     return;
   }
   // READ responses and ATOMIC ACKs implicitly acknowledge what precedes
   // them.
-  if (complete_acked(psn, /*inclusive=*/false)) progress(now);
+  if (complete_acked(psn, /*inclusive=*/false, now)) progress(now);
   if (state() == QpState::kErr) return;
   const std::uint64_t head = sq_head_.load(std::memory_order_relaxed);
   if (head == sq_tail()) return;

@@ -506,7 +506,9 @@ void Qp::on_timer(Nanos now) {
   if (req_.gate_retry_at != 0 && now >= req_.gate_retry_at) req_.gate_retry_at = 0;
   if (comp_.rnr_until != 0 && now >= comp_.rnr_until) {
     comp_.rnr_until = 0;
-    arm_retransmit(now);
+    // A resend at this instant (before the wait was cleared) could not
+    // start the timer.
+    if (comp_.psn.before(req_.ack_req_end)) arm_retransmit(now);
   }
   if (comp_.rto_deadline != 0 && now >= comp_.rto_deadline) {
     comp_.rto_deadline = 0;
@@ -514,7 +516,7 @@ void Qp::on_timer(Nanos now) {
         sq_head_.load(std::memory_order_relaxed) != req_.wqe || comp_.psn != req_.psn;
     if (!outstanding || state() == QpState::kErr) return;
     counters_.inc(Counter::kLocalAckTimeoutErr);
-    retry(comp_.psn, RetryCause::kTimeout);
+    retry(comp_.psn, RetryCause::kTimeout, now);
   }
 }
 

@@ -265,12 +265,12 @@ class Qp {
 
   // completer.cc
   void completer_receive(const wire::RocePacket& pkt, Nanos now);
-  bool complete_acked(wire::Psn psn, bool inclusive);
+  bool complete_acked(wire::Psn psn, bool inclusive, Nanos now);
   void on_read_response(const wire::RocePacket& pkt, SendWqe& wqe, Nanos now);
   void on_atomic_ack(const wire::RocePacket& pkt, SendWqe& wqe, Nanos now);
   void on_nak(const wire::RocePacket& pkt, Nanos now);
   enum class RetryCause : std::uint8_t { kTimeout, kNak, kImpliedNak, kRnr };
-  void retry(wire::Psn from, RetryCause cause);
+  void retry(wire::Psn from, RetryCause cause, Nanos now);
   void progress(Nanos now);
   void complete_local_done();
   void fail_head(WcStatus status);

@@ -264,6 +264,8 @@ void Qp::go_back_n(Psn psn) {
             ? 0
             : std::min(wqe.length, skipped * mtu());
     req_.since_ack_req = 0;
+    // What was asked to be acknowledged from here on is asked again.
+    req_.ack_req_end = psn;
     counters_.inc(Counter::kCompleterRetryErr);
     return;
   }

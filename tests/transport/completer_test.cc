@@ -147,6 +147,24 @@ TEST_F(QpTest, TheAckTimerRunsOnlyOnceAPacketAsksForAnAck) {
   EXPECT_EQ(qp_->counters().get(Counter::kCompleterRetryErr), 0u);
 }
 
+TEST_F(QpTest, AfterATimeoutTheTimerWaitsForTheResentAckReq) {
+  auto data = bytes(1024);
+  ASSERT_EQ(qp_->post_send(send_wr(WrOpcode::kSend, data, 5)), 0);
+  ASSERT_EQ(drain(0).size(), 4u);
+  sink_.sent.clear();
+  qp_->on_timer(8192);  // nothing came back: go back to +0
+  ASSERT_EQ(qp_->transmit(sink_, 1, 8192), 1u);
+  EXPECT_EQ(pop().bth.psn, Psn(kOurPsn));
+  // The first +0's ACK, late. Expect: no timer until +3, which asks for
+  // an ACK, is sent again (the engine may take its time).
+  wire::ExtHeaders ack;
+  ack.aeth = {AethSyndrome::ack(), 0};
+  deliver(Opcode::kRcAcknowledge, kOurPsn, ack, {}, false, 8300);
+  EXPECT_EQ(qp_->next_deadline(), 0u);
+  ASSERT_EQ(drain(50'000).size(), 3u);
+  EXPECT_EQ(qp_->next_deadline(), 50'000u + 8192);
+}
+
 TEST_F(QpTest, ANakOverTakenByALaterAckIsIgnored) {
   auto data = bytes(1024);
   ASSERT_EQ(qp_->post_send(send_wr(WrOpcode::kSend, data, 5)), 0);
