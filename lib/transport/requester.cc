@@ -50,7 +50,7 @@ bool Qp::gather(const SendWqe& wqe, std::uint32_t offset, std::uint32_t len, TxP
   pkt.payload_segs = 0;
   if (len == 0) return true;
   if (wqe.inline_len > 0 || (wqe.wr.send_flags & send_flags::kInline)) {
-    pkt.payload[0] = wire::ConstBytes(inline_of(wqe) + offset, len);
+    pkt.payload[0] = wire::GatherSeg(inline_of(wqe) + offset, len);
     pkt.payload_segs = 1;
     return true;
   }
@@ -66,7 +66,7 @@ bool Qp::gather(const SendWqe& wqe, std::uint32_t offset, std::uint32_t len, TxP
     const std::uint32_t n = std::min(sge.length - offset, len);
     const MemRef ref = memory_->local(sge.lkey, sge.addr + offset, n, 0);
     if (!ref) return false;
-    pkt.payload[pkt.payload_segs++] = wire::ConstBytes(ref.ptr, n);
+    pkt.payload[pkt.payload_segs++] = wire::GatherSeg(ref.ptr, n);
     len -= n;
     offset = 0;
   }

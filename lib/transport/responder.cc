@@ -604,7 +604,7 @@ bool Qp::responder_send_one(TxSink& sink, Nanos /*now*/) {
           --jobs_count_;
           return false;
         }
-        pkt.payload[0] = wire::ConstBytes(ref.ptr, len);
+        pkt.payload[0] = wire::GatherSeg(ref.ptr, len);
         pkt.payload_segs = 1;
         pkt.payload_len = len;
       }

@@ -22,7 +22,8 @@ struct TxPacket {
   const wire::RouteTemplate* route = nullptr;
   wire::Bth bth;
   wire::ExtHeaders ext;
-  std::array<wire::ConstBytes, kMaxSge + 1> payload{};
+  /// [0, payload_segs) are set; the rest are never written nor read.
+  std::array<wire::GatherSeg, kMaxSge + 1> payload;
   std::uint32_t payload_segs = 0;
   std::uint32_t payload_len = 0;
 };

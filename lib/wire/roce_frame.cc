@@ -99,13 +99,17 @@ std::size_t write_roce_headers(Bytes out, const RouteTemplate& route, Bth bth,
   return hdr_len;
 }
 
-std::size_t build_roce_frame(Bytes out, const RouteTemplate& route, const Bth& bth,
-                             const ExtHeaders& ext, std::span<const ConstBytes> payload,
-                             std::uint16_t ip_id, bool offload_ipv4_checksum) {
+namespace {
+
+// The frame builder over either kind of payload segment.
+template <typename Seg>
+std::size_t build_frame(Bytes out, const RouteTemplate& route, const Bth& bth,
+                        const ExtHeaders& ext, std::span<const Seg> payload, std::uint16_t ip_id,
+                        bool offload_ipv4_checksum) {
   const OpcodeInfo& info = opcode_info(bth.opcode);
   if (!info.valid()) return 0;
   std::size_t payload_len = 0;
-  for (const ConstBytes& seg : payload) payload_len += seg.size();
+  for (const Seg& seg : payload) payload_len += seg.size();
   const std::size_t frame_len = roce_frame_length(route, info, payload_len);
   if (out.size() < frame_len) return 0;
   const std::size_t hdr_len = write_roce_headers(out, route, bth, ext, payload_len, ip_id,
@@ -113,7 +117,7 @@ std::size_t build_roce_frame(Bytes out, const RouteTemplate& route, const Bth& b
   if (hdr_len == 0) return 0;
 
   std::uint8_t* p = out.data() + hdr_len;
-  for (const ConstBytes& seg : payload) {
+  for (const Seg& seg : payload) {
     if (seg.empty()) continue;
     std::memcpy(p, seg.data(), seg.size());
     p += seg.size();
@@ -130,6 +134,20 @@ std::size_t build_roce_frame(Bytes out, const RouteTemplate& route, const Bth& b
                                                    std::span<const ConstBytes>(&datagram, 1)));
   }
   return frame_len;
+}
+
+}  // namespace
+
+std::size_t build_roce_frame(Bytes out, const RouteTemplate& route, const Bth& bth,
+                             const ExtHeaders& ext, std::span<const ConstBytes> payload,
+                             std::uint16_t ip_id, bool offload_ipv4_checksum) {
+  return build_frame(out, route, bth, ext, payload, ip_id, offload_ipv4_checksum);
+}
+
+std::size_t build_roce_frame(Bytes out, const RouteTemplate& route, const Bth& bth,
+                             const ExtHeaders& ext, std::span<const GatherSeg> payload,
+                             std::uint16_t ip_id, bool offload_ipv4_checksum) {
+  return build_frame(out, route, bth, ext, payload, ip_id, offload_ipv4_checksum);
 }
 
 }  // namespace uroce::wire

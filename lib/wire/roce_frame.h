@@ -116,6 +116,10 @@ inline std::size_t write_roce_headers(Bytes out, const RoceRoute& route, Bth bth
 std::size_t build_roce_frame(Bytes out, const RouteTemplate& route, const Bth& bth,
                              const ExtHeaders& ext, std::span<const ConstBytes> payload,
                              std::uint16_t ip_id, bool offload_ipv4_checksum = false);
+/// The same with the payload in the transport's gather segments.
+std::size_t build_roce_frame(Bytes out, const RouteTemplate& route, const Bth& bth,
+                             const ExtHeaders& ext, std::span<const GatherSeg> payload,
+                             std::uint16_t ip_id, bool offload_ipv4_checksum = false);
 
 /// The same from a route, for frames off the fast path (CNPs, tests): the
 /// engine keeps its routes' templates.

@@ -45,7 +45,8 @@ class CaptureSink : public TxSink {
   bool transmit(const TxPacket& p) override {
     Sent s{p.bth, p.ext, {}};
     for (std::uint32_t i = 0; i < p.payload_segs; ++i)
-      s.payload.insert(s.payload.end(), p.payload[i].begin(), p.payload[i].end());
+      s.payload.insert(s.payload.end(), p.payload[i].data(),
+                       p.payload[i].data() + p.payload[i].size());
     sent.push_back(std::move(s));
     return true;
   }
