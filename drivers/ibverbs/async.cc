@@ -59,6 +59,14 @@ void ContextEvents::qp_error(verbs::QueuePair& qp, transport::QpError why) {
   post_async_event(ctx, e);
 }
 
+void ContextEvents::sq_drained(verbs::QueuePair& qp) {
+  if (qp.handle == nullptr) return;
+  ibv_async_event e{};
+  e.element.qp = static_cast<ibv_qp*>(qp.handle);
+  e.event_type = IBV_EVENT_SQ_DRAINED;
+  post_async_event(ctx, e);
+}
+
 void ContextEvents::srq_limit_reached(verbs::Srq& srq) {
   ibv_async_event e{};
   e.element.srq = static_cast<ibv_srq*>(srq.handle);

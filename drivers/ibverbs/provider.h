@@ -75,6 +75,7 @@ struct ContextEvents : verbs::AsyncEvents {
   explicit ContextEvents(UContext* c) : ctx(c) {}
   void cq_overflow(verbs::Cq& cq) override;
   void qp_error(verbs::QueuePair& qp, transport::QpError why) override;
+  void sq_drained(verbs::QueuePair& qp) override;
   void srq_limit_reached(verbs::Srq& srq) override;
   UContext* ctx;
 };

@@ -7,13 +7,12 @@
 
 #include "ibverbs/forward.h"
 #include "ibverbs/provider.h"
-#include "verbs/limits.h"
 #include "verbs/access.h"
+#include "verbs/limits.h"
 
 namespace uroce::ibverbs {
 
 namespace {
-
 
 static_assert(static_cast<int>(verbs::WrOpcode::kSendWithInv) == IBV_WR_SEND_WITH_INV);
 static_assert(static_cast<int>(verbs::WrOpcode::kAtomicFetchAndAdd) == IBV_WR_ATOMIC_FETCH_AND_ADD);
@@ -23,7 +22,8 @@ static_assert(verbs::access::kRemoteAtomic == IBV_ACCESS_REMOTE_ATOMIC);
 static_assert(static_cast<int>(verbs::QpState::kErr) == IBV_QPS_ERR);
 static_assert(verbs::attr_mask::kDestQpn == IBV_QP_DEST_QPN);
 static_assert(verbs::attr_mask::kMaxDestRdAtomic == IBV_QP_MAX_DEST_RD_ATOMIC);
-static_assert(verbs::attr_mask::kCap == IBV_QP_CAP && verbs::attr_mask::kAltPath == IBV_QP_ALT_PATH);
+static_assert(verbs::attr_mask::kCap == IBV_QP_CAP &&
+              verbs::attr_mask::kAltPath == IBV_QP_ALT_PATH);
 
 constexpr unsigned kSendFlags =
     IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE;
@@ -59,8 +59,8 @@ ibv_qp* create(ibv_context* context, const ibv_qp_init_attr_ex& a) {
   // An XRC initiator sends only: its receive CQ and SRQ are not looked at.
   const bool ini = type == IBV_QPT_XRC_SEND;
   if (!a.pd || ours(a.pd->context) != c || !a.send_cq || ours(a.send_cq->context) != c ||
-      (!ini && (!a.recv_cq || ours(a.recv_cq->context) != c ||
-                (a.srq && ours(a.srq->context) != c)))) {
+      (!ini &&
+       (!a.recv_cq || ours(a.recv_cq->context) != c || (a.srq && ours(a.srq->context) != c)))) {
     errno = EINVAL;
     return nullptr;
   }
@@ -174,8 +174,8 @@ int to_send_wr(UQp* q, const ibv_send_wr& in, verbs::SendWr* out) {
   if (q->qp->type() == verbs::QpType::kUd) {
     ibv_ah* ah = in.wr.ud.ah;
     if (!ah || !ours(ah->context)) return EINVAL;
-    return q->qp->set_ud_destination(*to_u<UAh>(ah)->ah, in.wr.ud.remote_qpn,
-                                     in.wr.ud.remote_qkey, out);
+    return q->qp->set_ud_destination(*to_u<UAh>(ah)->ah, in.wr.ud.remote_qpn, in.wr.ud.remote_qkey,
+                                     out);
   }
   return 0;
 }
@@ -270,7 +270,6 @@ int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   return post_recv_chain(*to_u<USrq>(srq)->srq, wr, bad);
 }
 
-
 }  // namespace uroce::ibverbs
 
 using namespace uroce::ibverbs;
@@ -328,6 +327,7 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
   a.timeout = attr->timeout;
   a.retry_cnt = attr->retry_cnt;
   a.rnr_retry = attr->rnr_retry;
+  a.en_sqd_async_notify = attr->en_sqd_async_notify != 0;
   m.cur_state = static_cast<verbs::QpState>(cur_state);
   m.port_num = attr->port_num;
   m.pkey_index = attr->pkey_index;
@@ -365,6 +365,8 @@ int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr*
   attr->timeout = a.timeout;
   attr->retry_cnt = a.retry_cnt;
   attr->rnr_retry = a.rnr_retry;
+  attr->en_sqd_async_notify = a.en_sqd_async_notify;
+  attr->sq_draining = a.sq_draining;
   std::memset(init_attr, 0, sizeof(*init_attr));
   init_attr->qp_context = qp->qp_context;
   init_attr->send_cq = qp->send_cq;

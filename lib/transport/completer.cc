@@ -103,11 +103,12 @@ void Qp::retry(Psn from, RetryCause cause, Nanos now) {
   comp_.rerequested = false;
   comp_.retry_pending = true;
   comp_.retry_psn = from;
-  // The timer starts again when the resent packets ask for an ACK. A QP
-  // in SQD sends nothing, resends included: its timer runs on, so that it
-  // ends in RETRY_EXC_ERR instead of waiting forever.
+  // The timer starts again when the resent packets ask for an ACK (in
+  // SQD too, which resends what it has begun). A QP in another state
+  // sends nothing: its timer runs on, so that it ends in RETRY_EXC_ERR
+  // instead of waiting forever.
   comp_.rto_deadline = 0;
-  if (state() != QpState::kRts) arm_retransmit(now);
+  if (state() != QpState::kRts && state() != QpState::kSqd) arm_retransmit(now);
 }
 
 void Qp::on_read_response(const wire::RocePacket& pkt, SendWqe& wqe, Nanos now) {

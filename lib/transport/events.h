@@ -36,6 +36,9 @@ class EventSink {
   /// An SRQ armed with a limit fell below it (IBV_EVENT_SRQ_LIMIT_REACHED);
   /// the limit is disarmed until set again.
   virtual void srq_limit_reached(RecvQueue& srq) = 0;
+  /// A QP moved to SQD with en_sqd_async_notify has every message it had
+  /// begun acknowledged (IBV_EVENT_SQ_DRAINED).
+  virtual void sq_drained(Qp& qp) = 0;
 };
 
 }  // namespace uroce::transport

@@ -199,6 +199,7 @@ int Qp::modify(const QpAttr& a, unsigned mask, Nanos /*now*/) {
   if (mask & kTimeout) attr_.timeout = a.timeout;
   if (mask & kRetryCnt) attr_.retry_cnt = a.retry_cnt;
   if (mask & kRnrRetry) attr_.rnr_retry = a.rnr_retry;
+  if (mask & kEnSqdAsyncNotify) attr_.en_sqd_async_notify = a.en_sqd_async_notify;
   if (mask & kMaxQpRdAtomic) attr_.max_rd_atomic = a.max_rd_atomic;
   if (mask & kMaxDestRdAtomic) attr_.max_dest_rd_atomic = a.max_dest_rd_atomic;
 
@@ -220,6 +221,16 @@ int Qp::modify(const QpAttr& a, unsigned mask, Nanos /*now*/) {
   if (mask & kRnrRetry) comp_.rnr_retry = attr_.rnr_retry;
   if (to != QpState::kErr) attr_.qp_state = to;
   if (to != QpState::kErr) state_.store(to, std::memory_order_release);
+  // SQD (IBA 10.3.1): the send queue starts no new message but
+  // finishes the ones begun, resends included; drained once they are all
+  // acknowledged. Notified only if asked for on entering SQD.
+  if (from == QpState::kRts && to == QpState::kSqd) {
+    if (!(mask & kEnSqdAsyncNotify)) attr_.en_sqd_async_notify = false;
+    attr_.sq_draining = true;
+    check_sq_drained();
+  } else if (to != QpState::kSqd) {
+    attr_.sq_draining = false;
+  }
   // A new state may give the QP work: a flush in the error state, or WRs
   // posted while it could not send.
   ring_doorbell();
@@ -306,6 +317,16 @@ int Qp::post_recv(const RecvWr& wr) {
   return 0;
 }
 
+void Qp::check_sq_drained() {
+  if (!attr_.sq_draining || state() != QpState::kSqd) return;
+  // Everything begun is complete: the completer has caught up with the
+  // requester, which stands before a message not begun (or at the tail).
+  const std::uint64_t head = sq_head_.load(std::memory_order_relaxed);
+  if (head != req_.wqe || (req_.wqe != sq_tail() && sq_at(req_.wqe).started)) return;
+  attr_.sq_draining = false;
+  if (attr_.en_sqd_async_notify && events_) events_->sq_drained(*this);
+}
+
 bool Qp::retire_head(WcStatus status) {
   const std::uint64_t head = sq_head_.load(std::memory_order_relaxed);
   const SendWqe& wqe = sq_at(head);
@@ -324,6 +345,7 @@ bool Qp::retire_head(WcStatus status) {
   // program that polls one CQE of a full queue may post one WR at once
   // (qperf does). Nothing reads the WQE after this store.
   sq_head_.store(head + 1, std::memory_order_release);
+  check_sq_drained();
   if (!report) return true;
   if (status != WcStatus::kSuccess) counters_.inc(Counter::kSendErr);
   if (send_cq_ && send_cq_->push(wc)) return true;
@@ -455,8 +477,10 @@ bool Qp::has_work(Nanos now) const {
   // A fatal NAK sent: the next turn takes the QP to the error state
   // (responder_send_one), even when the NAK used the last of a turn.
   if (jobs_count_ > 0 || resp_.fatal) return true;
-  if (s != QpState::kRts) return false;
+  if (s != QpState::kRts && s != QpState::kSqd) return false;
   if (req_.wqe == sq_tail()) return false;
+  // SQD finishes (and resends) what it has begun, and begins nothing.
+  if (s == QpState::kSqd && !sq_[req_.wqe % sq_.size()].started) return false;
   if (comp_.rnr_until != 0 && now < comp_.rnr_until) return false;
   if (req_.gate_retry_at != 0 && now < req_.gate_retry_at) return false;
   if (reliable() && static_cast<std::uint32_t>(req_.psn - comp_.psn) >= kMaxUnackedPsns)

@@ -52,6 +52,11 @@ struct QpAttr {
   std::uint8_t timeout = 0;        ///< local ACK timeout: 4.096 us << timeout; 0 = infinite
   std::uint8_t retry_cnt = 0;      ///< 0..7
   std::uint8_t rnr_retry = 0;      ///< 0..7, 7 = infinite
+  /// RTS to SQD: report IBV_EVENT_SQ_DRAINED once the drain is over.
+  bool en_sqd_async_notify = false;
+  /// Reported, never set: in SQD, a message begun before it is not yet
+  /// acknowledged (ibv_qp_attr's sq_draining).
+  bool sq_draining = false;
   wire::RoceRoute route;
 };
 
@@ -234,6 +239,9 @@ class Qp {
                      unsigned flags, std::uint32_t imm, std::uint32_t src_qp,
                      bool solicited = false, std::uint8_t sl = 0);
   void enter_error();
+  /// In SQD: once every message begun before it is acknowledged, the
+  /// drain is over (and reported, if asked for).
+  void check_sq_drained();
   void lost_completion();
   void flush();
   SendWqe& sq_at(std::uint64_t index) { return sq_[index % sq_.size()]; }

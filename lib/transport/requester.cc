@@ -163,7 +163,10 @@ bool Qp::execute_local_ops() {
 }
 
 bool Qp::requester_send_one(TxSink& sink, Nanos now) {
-  if (state() != QpState::kRts) return false;
+  const QpState s = state();
+  if (s != QpState::kRts && s != QpState::kSqd) return false;
+  // SQD finishes (and resends) the messages begun, and begins nothing.
+  if (s == QpState::kSqd && (req_.wqe == sq_tail() || !sq_at(req_.wqe).started)) return false;
   if (comp_.rnr_until != 0 && now < comp_.rnr_until) return false;
   if (req_.gate_retry_at != 0 && now < req_.gate_retry_at) return false;
   if (!execute_local_ops()) return false;

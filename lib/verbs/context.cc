@@ -34,4 +34,10 @@ void Context::qp_error(transport::Qp& qp, transport::QpError why) {
   if (it != qps_.end() && events_) events_->qp_error(*it->second, why);
 }
 
+void Context::sq_drained(transport::Qp& qp) {
+  std::lock_guard lock(qps_mu_);
+  const auto it = qps_.find(&qp);
+  if (it != qps_.end() && events_) events_->sq_drained(*it->second);
+}
+
 }  // namespace uroce::verbs

@@ -33,6 +33,9 @@ class AsyncEvents {
   virtual void qp_error(QueuePair& qp, transport::QpError why) = 0;
   /// An SRQ armed with a limit fell below it (IBV_EVENT_SRQ_LIMIT_REACHED).
   virtual void srq_limit_reached(Srq& srq) = 0;
+  /// The QP's send queue drained in SQD (IBV_EVENT_SQ_DRAINED), when its
+  /// move to SQD asked to hear of it.
+  virtual void sq_drained(QueuePair& qp) = 0;
 };
 
 class Context : private transport::EventSink {
@@ -58,6 +61,7 @@ class Context : private transport::EventSink {
   void cq_overflow(transport::Cq& cq) override;
   void qp_error(transport::Qp& qp, transport::QpError why) override;
   void srq_limit_reached(transport::RecvQueue& srq) override;
+  void sq_drained(transport::Qp& qp) override;
 
   Device& dev_;
   AsyncEvents* events_;

@@ -838,6 +838,56 @@ TEST_F(VerbsApi, TheDeviceNodeIsACharacterDeviceToStatAndAccess) {
   EXPECT_EQ(major(st.st_rdev), 1u);
 }
 
+TEST_F(VerbsApi, SqdDrainsWhatWasBegunAndSaysSo) {
+  connect();
+  // Four 64 KiB WRITEs (64 packets each at the path MTU), then SQD with
+  // the drain reported: what was begun finishes, the rest waits for RTS.
+  const ibv_sge sge{reinterpret_cast<std::uint64_t>(a_.buf()), Side::kSize, a_.mr->lkey};
+  std::memset(a_.buf(), 0x3C, Side::kSize);
+  for (std::uint64_t id = 1; id <= 4; ++id)
+    ASSERT_EQ(uroce::test::post_one(a_.qp, IBV_WR_RDMA_WRITE, sge,
+                                    reinterpret_cast<std::uint64_t>(b_.buf()), b_.mr->rkey, id),
+              0);
+  ibv_qp_attr sqd{};
+  sqd.qp_state = IBV_QPS_SQD;
+  sqd.en_sqd_async_notify = 1;
+  ASSERT_EQ(ibv_modify_qp(a_.qp, &sqd, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY), 0);
+  // Posting in SQD is allowed; the WR is not begun there.
+  ASSERT_EQ(uroce::test::post_one(a_.qp, IBV_WR_RDMA_WRITE, sge,
+                                  reinterpret_cast<std::uint64_t>(b_.buf()), b_.mr->rkey, 5),
+            0);
+  ibv_async_event e{};
+  ASSERT_TRUE(uroce::test::next_async_event(a_.ctx, &e)) << "no asynchronous event";
+  EXPECT_EQ(e.event_type, IBV_EVENT_SQ_DRAINED) << ibv_event_type_str(e.event_type);
+  EXPECT_EQ(e.element.qp, a_.qp);
+  ibv_ack_async_event(&e);
+  ibv_qp_attr attr{};
+  ibv_qp_init_attr init{};
+  ASSERT_EQ(ibv_query_qp(a_.qp, &attr, IBV_QP_STATE, &init), 0);
+  EXPECT_EQ(attr.qp_state, IBV_QPS_SQD);
+  EXPECT_EQ(attr.sq_draining, 0);
+  // Drained: every WR begun has completed, in order, and none after it.
+  std::vector<ibv_wc> done(8);
+  const int n = ibv_poll_cq(a_.cq, static_cast<int>(done.size()), done.data());
+  ASSERT_GE(n, 0);
+  for (int i = 0; i < n; ++i) {
+    EXPECT_EQ(done[i].status, IBV_WC_SUCCESS);
+    EXPECT_EQ(done[i].wr_id, static_cast<std::uint64_t>(i + 1));
+  }
+  EXPECT_LE(n, 4) << "the WR posted in SQD completed in SQD";
+  // Back to RTS: the rest goes, and every byte arrives.
+  ibv_qp_attr rts{};
+  rts.qp_state = IBV_QPS_RTS;
+  ASSERT_EQ(ibv_modify_qp(a_.qp, &rts, IBV_QP_STATE), 0);
+  for (int id = n + 1; id <= 5; ++id) {
+    const ibv_wc wc = wait(a_.cq);
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+    EXPECT_EQ(wc.wr_id, static_cast<std::uint64_t>(id));
+  }
+  observe(b_);
+  EXPECT_EQ(std::memcmp(a_.buf(), b_.buf(), Side::kSize), 0);
+}
+
 TEST_F(VerbsApi, SrqLimitIsAnAsyncEvent) {
   ibv_srq_init_attr sa{};
   sa.attr.max_wr = 8;

@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 
-
 #include "transport/qp_harness.h"
 
 namespace uroce::transport::test_qp {
@@ -141,6 +140,90 @@ TEST_F(QpTest, FenceAndInitiatorDepthStallWithoutError) {
   ASSERT_EQ(qp_->post_send(f), 0);
   EXPECT_TRUE(drain().empty()) << "a fenced SEND waits for the READs";
   EXPECT_EQ(qp_->state(), QpState::kRts);
+}
+
+// SQD (IBA 10.3.1): the send queue finishes the message it is in the
+// middle of and begins no other; it is drained once what it began is
+// acknowledged, and back in RTS it goes on.
+TEST_F(QpTest, SqdFinishesTheMessageItBeganAndBeginsNoOther) {
+  auto first = bytes(1024);  // four packets at path MTU 256
+  auto second = bytes(100, 7);
+  ASSERT_EQ(qp_->post_send(send_wr(WrOpcode::kSend, first, 1)), 0);
+  ASSERT_EQ(qp_->post_send(send_wr(WrOpcode::kSend, second, 2)), 0);
+  ASSERT_EQ(qp_->transmit(sink_, 2, 0), 2u);
+  sink_.sent.clear();
+  QpAttr a;
+  a.qp_state = QpState::kSqd;
+  ASSERT_EQ(qp_->modify(a, attr_mask::kState, 0), 0);
+  EXPECT_TRUE(qp_->attr().sq_draining);
+
+  // Expect: the first SEND's last two packets, nothing of the second.
+  ASSERT_EQ(drain(10).size(), 2u);
+  EXPECT_EQ(pop().opcode(), Opcode::kRcSendMiddle);
+  const Sent last = pop();
+  EXPECT_EQ(last.opcode(), Opcode::kRcSendLast);
+  EXPECT_EQ(last.bth.psn, Psn(kOurPsn) + 3);
+  EXPECT_TRUE(qp_->attr().sq_draining) << "not acknowledged yet";
+  wire::ExtHeaders ack;
+  ack.aeth = {AethSyndrome::ack(), 1};
+  deliver(Opcode::kRcAcknowledge, (Psn(kOurPsn) + 3).value(), ack, {}, false, 20);
+  auto wc = poll(scq_);
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].wr_id, 1u);
+  EXPECT_EQ(wc[0].status, WcStatus::kSuccess);
+  EXPECT_FALSE(qp_->attr().sq_draining) << "drained";
+  EXPECT_FALSE(qp_->has_work(30));
+  EXPECT_TRUE(drain(30).empty());
+
+  // Back in RTS, the second SEND goes.
+  a.qp_state = QpState::kRts;
+  ASSERT_EQ(qp_->modify(a, attr_mask::kState, 0), 0);
+  ASSERT_EQ(drain(40).size(), 1u);
+  const Sent only = pop();
+  EXPECT_EQ(only.opcode(), Opcode::kRcSendOnly);
+  EXPECT_EQ(only.payload, second);
+}
+
+TEST_F(QpTest, SqdResendsWhatItBeganWhenItIsLost) {
+  auto data = bytes(512);  // two packets
+  ASSERT_EQ(qp_->post_send(send_wr(WrOpcode::kSend, data, 1)), 0);
+  ASSERT_EQ(drain(0).size(), 2u);
+  sink_.sent.clear();
+  QpAttr a;
+  a.qp_state = QpState::kSqd;
+  ASSERT_EQ(qp_->modify(a, attr_mask::kState, 0), 0);
+  // The second packet was lost: the responder NAKs it.
+  wire::ExtHeaders nak;
+  nak.aeth = {AethSyndrome::nak(NakCode::kPsnSequenceError), 0};
+  deliver(Opcode::kRcAcknowledge, (Psn(kOurPsn) + 1).value(), nak, {}, false, 100);
+  ASSERT_EQ(drain(200).size(), 1u);
+  EXPECT_EQ(pop().bth.psn, Psn(kOurPsn) + 1);
+  // And when its ACK never comes, the timer sends it again.
+  qp_->on_timer(200 + 8192);
+  ASSERT_EQ(drain(200 + 8192).size(), 1u);
+  EXPECT_EQ(pop().bth.psn, Psn(kOurPsn) + 1);
+  wire::ExtHeaders ack;
+  ack.aeth = {AethSyndrome::ack(), 1};
+  deliver(Opcode::kRcAcknowledge, (Psn(kOurPsn) + 1).value(), ack, {}, false, 9000);
+  const auto wc = poll(scq_);
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(qp_->state(), QpState::kSqd);
+  EXPECT_FALSE(qp_->attr().sq_draining);
+}
+
+TEST_F(QpTest, AQpWithNothingBegunIsDrainedOnEnteringSqd) {
+  auto data = bytes(64);
+  QpAttr a;
+  a.qp_state = QpState::kSqd;
+  ASSERT_EQ(qp_->modify(a, attr_mask::kState, 0), 0);
+  EXPECT_FALSE(qp_->attr().sq_draining);
+  // A WR posted in SQD waits for RTS.
+  ASSERT_EQ(qp_->post_send(send_wr(WrOpcode::kSend, data, 1)), 0);
+  EXPECT_TRUE(drain(0).empty());
+  a.qp_state = QpState::kRts;
+  ASSERT_EQ(qp_->modify(a, attr_mask::kState, 0), 0);
+  EXPECT_EQ(drain(0).size(), 1u);
 }
 
 }  // namespace
