@@ -5,8 +5,18 @@ namespace uroce::transport {
 
 Cq::Cq(std::uint32_t depth) : ring_(depth == 0 ? 1 : depth) {}
 
+// Arming and pushing race as the two sides of Dekker's algorithm: the
+// program stores armed_ and then reads tail_ (the poll that follows
+// ibv_req_notify_cq), the engine stores tail_ and then reads armed_. With
+// release and acquire alone each load may pass the other side's store
+// (x86 reorders a store with a later load), so both can miss: the program
+// sees no completion and the engine sees no arm, and the program waits
+// on its channel for an event that never comes. All four are sequentially
+// consistent, so at least one load sees the other side's store. Only a
+// CQ with a completion channel is ever armed, and only its pushes pay for
+// the locked store this takes.
 void Cq::arm(bool solicited_only) {
-  armed_.store(solicited_only ? 2 : 1, std::memory_order_release);
+  armed_.store(solicited_only ? 2 : 1, std::memory_order_seq_cst);
 }
 
 bool Cq::push(const Wc& wc, bool solicited) {
@@ -19,10 +29,14 @@ bool Cq::push(const Wc& wc, bool solicited) {
   ring_[tail % ring_.size()] = wc;
   // Release: the consumer sees the entry, and the payload it describes,
   // before it sees the new tail.
-  tail_.store(tail + 1, std::memory_order_release);
+  if (!notifier_) {
+    tail_.store(tail + 1, std::memory_order_release);
+    return true;
+  }
+  tail_.store(tail + 1, std::memory_order_seq_cst);  // see arm()
   // An armed CQ notifies once; errors count as solicited (IBA 11.4.2.2).
-  const std::uint8_t armed = armed_.load(std::memory_order_acquire);
-  if (armed != 0 && notifier_ && (armed == 1 || solicited || wc.status != WcStatus::kSuccess) &&
+  const std::uint8_t armed = armed_.load(std::memory_order_seq_cst);
+  if (armed != 0 && (armed == 1 || solicited || wc.status != WcStatus::kSuccess) &&
       armed_.exchange(0, std::memory_order_acq_rel) != 0) {
     notifier_->notify(*this);
   }
@@ -31,7 +45,7 @@ bool Cq::push(const Wc& wc, bool solicited) {
 
 std::uint32_t Cq::poll(Wc* out, std::uint32_t max) {
   const std::uint64_t head = head_.load(std::memory_order_relaxed);
-  const std::uint64_t tail = tail_.load(std::memory_order_acquire);
+  const std::uint64_t tail = tail_.load(std::memory_order_seq_cst);  // see arm()
   std::uint32_t n = 0;
   while (n < max && head + n < tail) {
     out[n] = ring_[(head + n) % ring_.size()];
