@@ -107,7 +107,7 @@ fi
 
 # unittest's -v lines: "name (tests.module.Class.name) ... result", the
 # result sometimes on the next line (after a docstring or a print).
-summary=$(python3 - "$work/log" "$module" <<'PY'
+summary=$(/usr/bin/python3 - "$work/log" "$module" <<'PY'
 import collections, re, sys
 counts = collections.Counter()
 skips = collections.Counter()

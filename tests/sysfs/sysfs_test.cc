@@ -135,7 +135,7 @@ TEST_F(Sysfs, TheTreesCountersAreWhatTheProgramDid) {
           "ibv_devinfo -v | grep board_id\n"
           "prometheus-node-exporter --web.listen-address=127.0.0.1:9100 "
           "--collector.disable-defaults --collector.infiniband >/dev/null 2>&1 &\n"
-          "python3 -c \"\n"
+          "/usr/bin/python3 -c \"\n"
           "import time, urllib.request\n"
           "for _ in range(100):\n"
           "    try:\n"
