@@ -179,17 +179,22 @@ class VerbsApi : public ::testing::Test {
   static ibv_wc wait(ibv_cq* cq) { return uroce::test::wait_one(cq); }
 
   // The next asynchronous event of `s`'s context is `type` on its QP,
-  // and the QP is in the error state.
-  static void expect_qp_error(Side& s, ibv_event_type type) {
+  // and the QP is then in `state`; `attr` gets what ibv_query_qp said.
+  static void expect_qp_event(Side& s, ibv_event_type type, ibv_qp_state state,
+                              ibv_qp_attr* attr = nullptr) {
     ibv_async_event e{};
     ASSERT_TRUE(uroce::test::next_async_event(s.ctx, &e)) << "no asynchronous event";
     EXPECT_EQ(e.event_type, type) << ibv_event_type_str(e.event_type);
     EXPECT_EQ(e.element.qp, s.qp);
     ibv_ack_async_event(&e);
-    ibv_qp_attr attr{};
+    ibv_qp_attr queried{};
     ibv_qp_init_attr init{};
-    ASSERT_EQ(ibv_query_qp(s.qp, &attr, IBV_QP_STATE, &init), 0);
-    EXPECT_EQ(attr.qp_state, IBV_QPS_ERR);
+    ASSERT_EQ(ibv_query_qp(s.qp, &queried, IBV_QP_STATE, &init), 0);
+    EXPECT_EQ(queried.qp_state, state);
+    if (attr) *attr = queried;
+  }
+  static void expect_qp_error(Side& s, ibv_event_type type) {
+    expect_qp_event(s, type, IBV_QPS_ERR);
   }
   // b's QP NAKed a request and says why.
   void expect_responder_error(ibv_event_type type) { expect_qp_error(b_, type); }
@@ -856,15 +861,8 @@ TEST_F(VerbsApi, SqdDrainsWhatWasBegunAndSaysSo) {
   ASSERT_EQ(uroce::test::post_one(a_.qp, IBV_WR_RDMA_WRITE, sge,
                                   reinterpret_cast<std::uint64_t>(b_.buf()), b_.mr->rkey, 5),
             0);
-  ibv_async_event e{};
-  ASSERT_TRUE(uroce::test::next_async_event(a_.ctx, &e)) << "no asynchronous event";
-  EXPECT_EQ(e.event_type, IBV_EVENT_SQ_DRAINED) << ibv_event_type_str(e.event_type);
-  EXPECT_EQ(e.element.qp, a_.qp);
-  ibv_ack_async_event(&e);
   ibv_qp_attr attr{};
-  ibv_qp_init_attr init{};
-  ASSERT_EQ(ibv_query_qp(a_.qp, &attr, IBV_QP_STATE, &init), 0);
-  EXPECT_EQ(attr.qp_state, IBV_QPS_SQD);
+  expect_qp_event(a_, IBV_EVENT_SQ_DRAINED, IBV_QPS_SQD, &attr);
   EXPECT_EQ(attr.sq_draining, 0);
   // Drained: every WR begun has completed, in order, and none after it.
   std::vector<ibv_wc> done(8);
