@@ -10,7 +10,9 @@
 #          MTU 4096).
 #   memif: two processes on shared memory (net_memif, hugepages, MTU 9000:
 #          path MTU 4096), against kernel TCP over loopback, the kernel's
-#          own path between two processes on one machine.
+#          own path between two processes on one machine; and the message
+#          rate of 64 B WRITEs and SENDs on one QP (issue's targets: 3 and
+#          2 Mpps).
 # Throughput: 64 KiB messages for DURATION seconds (ib_write_bw -D, iperf3
 # -t, its defaults with GSO, as users run it). Latency: median one-way
 # (half round trip) latency of small messages, perftest's t_typical
@@ -89,6 +91,9 @@ fi
 sock="$work/memif-bench-$$.sock"
 memif_pair "$a" "$sock" "$work/memif-bw" ib_write_bw -d uroce0 -s 65536 -D "$duration" --report_gbits
 memif_pair "$a" "$sock" "$work/memif-lat" ib_send_lat -d uroce0 -s 2 -n 20000
+# Message rate: 64 B on one QP, as many in flight as perftest keeps.
+memif_pair "$a" "$sock" "$work/memif-rate-write" ib_write_bw -d uroce0 -s 64 -D "$duration"
+memif_pair "$a" "$sock" "$work/memif-rate-send" ib_send_bw -d uroce0 -s 64 -D "$duration"
 
 # --- kernel TCP over loopback ----------------------------------------------
 ip netns exec "$a" iperf3 -s -1 -p 5202 >/dev/null 2>&1 &
@@ -124,3 +129,7 @@ done
 compare "memif" "$work/memif" "$work/lo" "loopback"
 echo "(targets: throughput >= 1.0x TCP on veth and >= 2x over memif;"
 echo " latency <= 1.0x spinning UDP on veth, under 1.0 us over memif)"
+echo
+row "" "64 B Mpps" "target"
+row "ib_write_bw, uroce, memif, one QP" "$(rate_of "$work/memif-rate-write.client")" 3
+row "ib_send_bw, uroce, memif, one QP" "$(rate_of "$work/memif-rate-send.client")" 2
