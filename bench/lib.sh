@@ -20,8 +20,9 @@ wait_udp() {  # NAMESPACE PORT: until a UDP socket is bound there
 # lat "<bytes> <iters> <min> <max> <typical> ..."
 bw_of() { awk '$1 == 65536 && NF >= 5 { v = $4 } END { print v }' "$1"; }
 lat_of() { awk '$1 == 2 && NF >= 7 { v = $5 } END { print v }' "$1"; }
-# bw at 64 B: "<bytes> <iters> <peak> <average> <MsgRate Mpps>"
-rate_of() { awk '$1 == 64 && NF >= 5 { v = $5 } END { print v }' "$1"; }
+# the message rate (Mpps) of a 64 B bw run; "+ 0" because a warning on
+# stderr may follow the figure on its line
+rate_of() { awk '$1 == 64 && NF >= 5 { v = $5 + 0 } END { print v }' "$1"; }
 
 # One perftest pair, the server's TCP exchange on 18515:
 # OUT_PREFIX SERVER_PREFIX CLIENT_PREFIX PEER TOOL ARGS...
