@@ -83,6 +83,15 @@ bool Engine::try_poll(Nanos now, std::uint32_t* work) {
   return true;
 }
 
+bool Engine::try_send(Nanos now) {
+  const Holding hold(*this, std::try_to_lock);
+  if (!hold.owns()) return false;
+  now = std::max(now, last_now_);
+  last_now_ = now;
+  if (flush_backlog()) run_tx(now);
+  return true;
+}
+
 void Engine::run_once(Nanos now, std::uint32_t* work) {
   UROCE_DEBUG_ASSERT(in_engine_thread());
   // Whoever runs the loop read the clock before taking the engine: an

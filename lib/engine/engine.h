@@ -125,6 +125,11 @@ class Engine final : private FramePath, private transport::Doorbell {
   std::uint32_t poll(Nanos now);
   /// Runs one iteration if no other thread is; false if one is.
   bool try_poll(Nanos now, std::uint32_t* work = nullptr);
+  /// Runs the transmit half of an iteration if no other thread is running
+  /// the engine (false if one is): what a doorbell needs. The QPs just
+  /// rung send now; receiving, timers and the rest wait for the next whole
+  /// iteration, the program's poll of its CQ or the poll thread's.
+  bool try_send(Nanos now);
 
   /// The MAC of `ip`, asking with ARP as needed; the engine must be polled
   /// meanwhile, by a poll thread or by this call when the engine is free.

@@ -24,10 +24,16 @@ class PollThread {
   PollThread(const PollThread&) = delete;
   PollThread& operator=(const PollThread&) = delete;
 
-  /// Called by a program thread that wants progress now (from poll_cq,
-  /// post_send, a completion wait): runs one iteration if the engine is
-  /// free and tells the poll thread the program is driving.
+  /// Called by a program thread that wants progress now (from poll_cq, a
+  /// completion wait): runs one iteration if the engine is free and tells
+  /// the poll thread the program is driving.
   void drive();
+  /// Called by a program thread that just posted work (the doorbell):
+  /// sends it now if the engine is free (Engine::try_send) and tells the
+  /// poll thread the program is driving. A program posting a stream of
+  /// WRs then pays for the transmit path alone on each post; what came
+  /// in is taken when it polls its CQ, as a NIC's completions are.
+  void send_now();
 
   /// Stops the thread (the process is ending); drive() still works.
   /// The thread that calls it only, once.

@@ -218,7 +218,7 @@ int QueuePair::post_send(const transport::SendWr& wr) {
   return qp_->post_send(wr);
 }
 
-void QueuePair::doorbell() { dev_.progress().drive(); }
+void QueuePair::doorbell() { dev_.progress().send_now(); }
 
 int QueuePair::post_recv(const transport::RecvWr& wr) {
   if (caps_.max_recv_wr == 0) return EINVAL;  // the QP receives from an SRQ, or not at all

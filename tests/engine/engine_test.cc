@@ -260,6 +260,41 @@ TEST(Engine, CountsPacketsForUnknownQpsAndOtherHosts) {
 
 // eRPC's in_dispatch(): the engine knows which thread holds it, so that
 // what belongs to that thread can assert it.
+// Expect: a doorbell's pass (try_send) sends what was just posted and
+// nothing else: what arrived waits, unread, for the next whole iteration.
+TEST(Engine, ASendPassSendsThePostAndLeavesWhatArrived) {
+  Host a(kMacA, kIpA), b(kMacB, kIpB);
+  test::PipePort::join(a.port, b.port);
+  connect(a, b, 0x4242, 0x7373);
+  std::vector<std::uint8_t> src(512, 0x5A), dst(512, 0);
+  transport::SendWr w;
+  w.wr_id = 9;
+  w.num_sge = 1;
+  w.send_flags = transport::send_flags::kSignaled;
+  w.sg_list[0] = {reinterpret_cast<std::uint64_t>(src.data()), 512,
+                  a.memory.reg(src.data(), src.size(), kAll)};
+  w.opcode = transport::WrOpcode::kRdmaWrite;
+  w.remote_addr = reinterpret_cast<std::uint64_t>(dst.data());
+  w.rkey = b.memory.reg(dst.data(), dst.size(), kAll);
+  const EngineCounters& c = a.engine.counters();
+  const std::uint64_t tx0 = c.get(EngineCounter::kTxFrames);
+  const std::uint64_t rx0 = c.get(EngineCounter::kRxFrames);
+  ASSERT_EQ(a.qp->post_send(w), 0);
+  ASSERT_TRUE(a.engine.try_send(now_ns()));
+  EXPECT_EQ(c.get(EngineCounter::kTxFrames), tx0 + 1) << "the WRITE left on the doorbell";
+  b.engine.poll(now_ns());  // b places it and acknowledges
+  EXPECT_EQ(std::memcmp(src.data(), dst.data(), src.size()), 0);
+  ASSERT_TRUE(a.engine.try_send(now_ns()));
+  EXPECT_EQ(c.get(EngineCounter::kRxFrames), rx0) << "a send pass read the port";
+  EXPECT_EQ(a.scq.size(), 0u);
+  a.engine.poll(now_ns());
+  EXPECT_EQ(c.get(EngineCounter::kRxFrames), rx0 + 1);
+  transport::Wc wc[2];
+  ASSERT_EQ(a.scq.poll(wc, 2), 1u);
+  EXPECT_EQ(wc[0].wr_id, 9u);
+  EXPECT_EQ(wc[0].status, transport::WcStatus::kSuccess);
+}
+
 TEST(Engine, KnowsWhichThreadHoldsIt) {
   Host a(kMacA, kIpA);
   EXPECT_FALSE(a.engine.in_engine_thread());
@@ -277,6 +312,7 @@ TEST(Engine, KnowsWhichThreadHoldsIt) {
   // Expect: held by the other thread, not this one, and not free to poll.
   EXPECT_FALSE(a.engine.in_engine_thread());
   EXPECT_FALSE(a.engine.try_poll(now_ns()));
+  EXPECT_FALSE(a.engine.try_send(now_ns()));
   step = 2;
   other.join();
   EXPECT_TRUE(a.engine.try_poll(now_ns()));
