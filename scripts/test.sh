@@ -25,6 +25,9 @@ bash scripts/setup.sh
 passed=0
 failed=0
 skipped=0
+# What failed, said again above the summary: a CI log is often read from
+# its end, and a tree's ctest output can run to thousands of lines.
+failures=()
 
 # run_suite SEEDS DIR CMAKE_ARGS...: configure, build and ctest one build
 # tree; SEEDS is how many random seeds the transport's property tests run
@@ -41,6 +44,7 @@ run_suite() {
   if ! cmake -S "$root" -B "$dir" -G Ninja "$@" >/dev/null || ! cmake --build "$dir" -j "$jobs"; then
     echo "==> $dir: the build failed" >&2
     failed=$((failed + 1))
+    failures+=("$dir: the build failed")
     return 1
   fi
   local junit=$root/$dir/ctest-junit.xml
@@ -53,11 +57,16 @@ run_suite() {
   if ! counts=$(python3 "$root/scripts/ctest_counts.py" "$junit" "$root/tests/skips.allow" "$dir"); then
     echo "==> $dir: no test results" >&2
     failed=$((failed + 1))
+    failures+=("$dir: no test results")
     return 1
   fi
   local last p f k
   last=$(tail -n 1 <<<"$counts")
   head -n -1 <<<"$counts"
+  local line
+  while IFS= read -r line; do
+    if [[ $line == *" failed" || $line == *" did not run" ]]; then failures+=("$line"); fi
+  done < <(head -n -1 <<<"$counts")
   read -r p f k <<<"$last"
   echo "==> $dir: $p passed, $f failed, $k skipped"
   passed=$((passed + p))
@@ -68,6 +77,7 @@ run_suite() {
   if ((status != 0)); then
     echo "==> $dir: ctest exited $status with no failed test" >&2
     failed=$((failed + 1))
+    failures+=("$dir: ctest exited $status with no failed test")
     return 1
   fi
 }
@@ -95,6 +105,7 @@ if ! CC=clang CXX=clang++ cmake -S "$root" -B build-fuzz -G Ninja -DUROCE_FUZZ=O
   -DUROCE_BUILD_BENCH=OFF >/dev/null || ! cmake --build build-fuzz -j "$jobs" --target "${fuzzers[@]}"; then
   echo "==> build-fuzz: the build failed" >&2
   failed=$((failed + ${#fuzzers[@]}))
+  failures+=("build-fuzz: the build failed")
   fuzzers=()
 fi
 # One fuzzer per core at a time: each still gets its seconds of a core.
@@ -120,6 +131,7 @@ reap_fuzzers() {  # waits for the running fuzzers and counts them
       tail -n 60 "build-fuzz/$f.log"
       echo "==> $f found a crash; the input is in build-fuzz/ ($f-crash-*)" >&2
       failed=$((failed + 1))
+      failures+=("$f found a crash")
     fi
   done
   running=()
@@ -150,11 +162,13 @@ build_only() {  # DIR CMAKE_ARGS...: one build, counted as one test
     tail -n 40 "$dir.log" >&2
     echo "==> $dir: the build failed" >&2
     failed=$((failed + 1))
+    failures+=("$dir: the build failed")
   fi
 }
 build_only build-debug -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang \
   -DCMAKE_CXX_COMPILER=clang++
 build_only build-release -DCMAKE_BUILD_TYPE=Release -DUROCE_BUILD_TESTS=OFF
 
+for line in "${failures[@]}"; do echo "FAILED: $line"; done
 echo "tests: $passed passed, $failed failed, $skipped skipped"
 ((failed == 0))
