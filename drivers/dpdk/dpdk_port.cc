@@ -10,9 +10,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include "dpdk/af_xdp.h"
 #include "dpdk/eal.h"
@@ -42,6 +44,34 @@ struct Ports {
 Ports& ports() {
   static Ports p;
   return p;
+}
+
+// How long a memif client waits for its server.
+constexpr auto kMemifServerWait = std::chrono::seconds(10);
+
+// net_memif's role is client unless the device says otherwise.
+bool is_memif_client(const std::string& device) {
+  return device.starts_with("net_memif") && device.find("role=server") == std::string::npos;
+}
+
+// Starts the port. A memif client connects to its server's socket as it
+// starts, and fails if no one listens there: the server may not be up
+// yet, or have bound its socket's file and not yet listened on it (a
+// peer that waits for the file to appear can come in between). Two
+// programs started side by side must meet, so the client tries again
+// for a while, as a NIC waits for its link.
+int start_port(std::uint16_t id, const std::string& device) {
+  int rc = rte_eth_dev_start(id);
+  if (rc == 0 || !is_memif_client(device)) return rc;
+  log::get().info("port {}: waiting up to {} s for the memif server ({})", id,
+                  kMemifServerWait.count(), device);
+  const auto deadline = std::chrono::steady_clock::now() + kMemifServerWait;
+  while (rc != 0 && std::chrono::steady_clock::now() < deadline) {
+    // net_memif logs each failed connect: a few lines a second.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    rc = rte_eth_dev_start(id);
+  }
+  return rc;
 }
 
 }  // namespace
@@ -188,7 +218,7 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
     return nullptr;
   }
   if (port_takes_mtu) rte_eth_dev_set_mtu(id, static_cast<std::uint16_t>(opts.mtu));
-  if (int rc = rte_eth_dev_start(id); rc != 0) {
+  if (int rc = start_port(id, device); rc != 0) {
     *error = errstr("rte_eth_dev_start", rc);
     return nullptr;
   }

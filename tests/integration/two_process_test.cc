@@ -387,14 +387,14 @@ TEST(Memif, TwoProcessesMoveEveryByteOverSharedMemory) {
            (a ? "10.78.0.2" : "10.78.0.1") + " --dir " + dir.path() + " > " + dir.path() + "/" +
            role + ".out 2>&1";
   };
-  int sb = -1;
-  std::thread tb([&] { sb = sh(cmd("b")); });
-  // The client connects to the server's socket: wait for it to exist.
-  const std::string sock = dir.path() + "/memif.sock";
-  for (int i = 0; i < 1000 && !std::filesystem::exists(sock); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  const int sa = sh(cmd("a"));
-  tb.join();
+  // The client starts first and waits for its server's socket (a program
+  // need not know which of two started first): its port comes up once
+  // the server listens.
+  int sa = -1;
+  std::thread ta([&] { sa = sh(cmd("a")); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const int sb = sh(cmd("b"));
+  ta.join();
   const auto a = read_run(sa, dir.path() + "/a.out");
   const auto b = read_run(sb, dir.path() + "/b.out");
   ASSERT_EQ(a.status, 0) << a.output;
