@@ -131,6 +131,11 @@ class Qp {
   int post_send(const SendWr& wr);
   /// Posts a receive WR to the QP's own receive queue.
   int post_recv(const RecvWr& wr);
+  /// Send WRs posted and not retired yet. The posting thread may read it
+  /// without the engine: a snapshot, which the engine may lower meanwhile.
+  std::uint64_t sq_outstanding() const {
+    return sq_tail_.load(std::memory_order_relaxed) - sq_head_.load(std::memory_order_relaxed);
+  }
 
   /// Delivers a received, validated packet addressed to this QP.
   void receive(const wire::RocePacket& pkt, Nanos now);
