@@ -54,24 +54,47 @@ bool is_memif_client(const std::string& device) {
   return device.starts_with("net_memif") && device.find("role=server") == std::string::npos;
 }
 
-// Starts the port. A memif client connects to its server's socket as it
-// starts, and fails if no one listens there: the server may not be up
-// yet, or have bound its socket's file and not yet listened on it (a
-// peer that waits for the file to appear can come in between). Two
-// programs started side by side must meet, so the client tries again
-// for a while, as a NIC waits for its link.
-int start_port(std::uint16_t id, const std::string& device) {
-  int rc = rte_eth_dev_start(id);
-  if (rc == 0 || !is_memif_client(device)) return rc;
-  log::get().info("port {}: waiting up to {} s for the memif server ({})", id,
-                  kMemifServerWait.count(), device);
+bool link_up(std::uint16_t id) {
+  rte_eth_link link{};
+  return rte_eth_link_get_nowait(id, &link) == 0 && link.link_status == RTE_ETH_LINK_UP;
+}
+
+// Starts a memif client's port and waits for its link. The client
+// connects to its server's socket as it starts and fails if no one
+// listens there yet; a server that listens but has not started its own
+// port yet (it listens from the moment its device exists) answers "ID
+// not found" and drops the connection, which net_memif's client does not
+// make again. Either way the link stays down: stop, wait a little, and
+// start again, until the link is up or the wait is over. Two programs
+// started side by side must meet whichever starts first.
+int start_memif_client(std::uint16_t id, const std::string& device) {
   const auto deadline = std::chrono::steady_clock::now() + kMemifServerWait;
-  while (rc != 0 && std::chrono::steady_clock::now() < deadline) {
+  bool said = false;
+  for (;;) {
+    int rc = rte_eth_dev_start(id);
+    if (rc == 0) {
+      // The handshake takes a few messages on net_memif's control thread:
+      // milliseconds, but a loaded machine may take longer.
+      const auto handshake = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+      while (!link_up(id) && std::chrono::steady_clock::now() < handshake)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      if (link_up(id) || std::chrono::steady_clock::now() >= deadline) return 0;
+      rte_eth_dev_stop(id);
+      rc = -ENOTCONN;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return rc;
+    if (!said) {
+      log::get().info("port {}: waiting up to {} s for the memif server ({})", id,
+                      kMemifServerWait.count(), device);
+      said = true;
+    }
     // net_memif logs each failed connect: a few lines a second.
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    rc = rte_eth_dev_start(id);
   }
-  return rc;
+}
+
+int start_port(std::uint16_t id, const std::string& device) {
+  return is_memif_client(device) ? start_memif_client(id, device) : rte_eth_dev_start(id);
 }
 
 }  // namespace
