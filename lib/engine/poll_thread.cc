@@ -57,8 +57,14 @@ void PollThread::drive() {
 
 void PollThread::send_now() {
   const Nanos now = now_ns();
-  program_drove_at_.store(now, std::memory_order_relaxed);
+  note_post(now);
   engine_.try_send(now);
+}
+
+void PollThread::note_post() { note_post(now_ns()); }
+
+void PollThread::note_post(Nanos now) {
+  program_drove_at_.store(now, std::memory_order_relaxed);
   // A post is work, not a look at an empty CQ: a ping-pong whose replies
   // the poll thread happened to receive must not be taken for an idle
   // spinner and made to yield on every look (it then ran at 40 us a

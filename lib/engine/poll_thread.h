@@ -34,6 +34,11 @@ class PollThread {
   /// WRs then pays for the transmit path alone on each post; what came
   /// in is taken when it polls its CQ, as a NIC's completions are.
   void send_now();
+  /// Called by a program thread that posted work it leaves for the next
+  /// pass (a deep send queue): tells the poll thread the program is
+  /// driving, so that it looks in every few tens of microseconds rather
+  /// than taking its long nap, as send_now() does.
+  void note_post();
 
   /// Stops the thread (the process is ending); drive() still works.
   /// The thread that calls it only, once.
@@ -47,6 +52,7 @@ class PollThread {
   void end_wait() { waiters_.fetch_sub(1, std::memory_order_relaxed); }
 
  private:
+  void note_post(Nanos now);
   void run();
   void maybe_housekeep(Nanos now);
 

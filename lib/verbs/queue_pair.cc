@@ -232,7 +232,10 @@ int QueuePair::post_send(const transport::SendWr& wr) {
 }
 
 void QueuePair::doorbell() {
-  if (qp_->sq_outstanding() > kDeepQueue) return;
+  if (qp_->sq_outstanding() > kDeepQueue) {
+    dev_.progress().note_post();
+    return;
+  }
   dev_.progress().send_now();
 }
 
