@@ -54,11 +54,6 @@ bool is_memif_client(const std::string& device) {
   return device.starts_with("net_memif") && device.find("role=server") == std::string::npos;
 }
 
-bool link_up(std::uint16_t id) {
-  rte_eth_link link{};
-  return rte_eth_link_get_nowait(id, &link) == 0 && link.link_status == RTE_ETH_LINK_UP;
-}
-
 // Starts a memif client's port and waits for its link. The client
 // connects to its server's socket as it starts and fails if no one
 // listens there yet; a server that listens but has not started its own
@@ -67,7 +62,7 @@ bool link_up(std::uint16_t id) {
 // make again. Either way the link stays down: stop, wait a little, and
 // start again, until the link is up or the wait is over. Two programs
 // started side by side must meet whichever starts first.
-int start_memif_client(std::uint16_t id, const std::string& device) {
+int start_memif_client(const DpdkPort& port, std::uint16_t id, const std::string& device) {
   const auto deadline = std::chrono::steady_clock::now() + kMemifServerWait;
   bool said = false;
   for (;;) {
@@ -76,9 +71,9 @@ int start_memif_client(std::uint16_t id, const std::string& device) {
       // The handshake takes a few messages on net_memif's control thread:
       // milliseconds, but a loaded machine may take longer.
       const auto handshake = std::chrono::steady_clock::now() + std::chrono::seconds(3);
-      while (!link_up(id) && std::chrono::steady_clock::now() < handshake)
+      while (!port.link_up() && std::chrono::steady_clock::now() < handshake)
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      if (link_up(id) || std::chrono::steady_clock::now() >= deadline) return 0;
+      if (port.link_up() || std::chrono::steady_clock::now() >= deadline) return 0;
       rte_eth_dev_stop(id);
       rc = -ENOTCONN;
     }
@@ -93,8 +88,8 @@ int start_memif_client(std::uint16_t id, const std::string& device) {
   }
 }
 
-int start_port(std::uint16_t id, const std::string& device) {
-  return is_memif_client(device) ? start_memif_client(id, device) : rte_eth_dev_start(id);
+int start_port(const DpdkPort& port, std::uint16_t id, const std::string& device) {
+  return is_memif_client(device) ? start_memif_client(port, id, device) : rte_eth_dev_start(id);
 }
 
 }  // namespace
@@ -241,7 +236,7 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
     return nullptr;
   }
   if (port_takes_mtu) rte_eth_dev_set_mtu(id, static_cast<std::uint16_t>(opts.mtu));
-  if (int rc = start_port(id, device); rc != 0) {
+  if (int rc = start_port(*p, id, device); rc != 0) {
     *error = errstr("rte_eth_dev_start", rc);
     return nullptr;
   }

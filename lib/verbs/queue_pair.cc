@@ -220,7 +220,7 @@ namespace {
 // that was posted meanwhile in one burst, as a NIC reads a batch of
 // WQEs on one doorbell. A ping-pong, or ib_write_lat, has one or two
 // outstanding and sends at once. Measured over memif, 64 B: ib_write_bw
-// 0.94 -> 1.23 Mpps, ib_send_bw about 1.0 -> 1.3 (docs/benchmarks.md).
+// 0.94 -> 1.23 Mpps, ib_send_bw 0.7-1.0 -> 1.26 (docs/benchmarks.md).
 constexpr std::uint64_t kDeepQueue = 16;
 }  // namespace
 

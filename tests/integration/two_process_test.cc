@@ -79,6 +79,15 @@ struct PeerRun {
   std::map<std::string, unsigned long long> stats;
 };
 
+// Both peers exited 0; if not, both outputs, since either side's failure
+// may be the other's cause.
+::testing::AssertionResult both_exited_zero(const PeerRun& a, const PeerRun& b) {
+  if (a.status == 0 && b.status == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "a exited " << a.status << ":\n"
+                                       << a.output << "\nb exited " << b.status << ":\n"
+                                       << b.output;
+}
+
 PeerRun read_run(int status, const std::string& out_path) {
   PeerRun r;
   r.status = status;
@@ -149,11 +158,7 @@ class Veth : public ::testing::Test {
 TEST_F(Veth, TwoProcessesMoveEveryByteOverAfPacket) {
   // Role b takes its SENDs from a shared receive queue; UD datagrams too.
   auto [a, b] = run_pair("--ud", "--ud --srq");
-  // Either side's failure may be the other's cause: show both.
-  ASSERT_TRUE(a.status == 0 && b.status == 0)
-      << "a (client) exited " << a.status << ":\n"
-      << a.output << "\nb (server) exited " << b.status << ":\n"
-      << b.output;
+  ASSERT_TRUE(both_exited_zero(a, b));
   EXPECT_NE(a.output.find("write+read 4194304 bytes ok"), std::string::npos) << a.output;
   EXPECT_NE(b.output.find("receives, writes and atomics verified"), std::string::npos);
   EXPECT_NE(b.output.find("UD datagrams verified"), std::string::npos) << b.output;
@@ -164,8 +169,7 @@ TEST_F(Veth, TwoProcessesMoveEveryByteOverAfPacket) {
 TEST_F(Veth, BytesStayIntactThroughLossReorderingAndDuplication) {
   const std::string faults = "--drop 0.01 --duplicate 0.005 --reorder 0.005 --corrupt 0.001";
   auto [a, b] = run_pair(faults + " --seed 11", faults + " --seed 22");
-  ASSERT_EQ(a.status, 0) << a.output;
-  ASSERT_EQ(b.status, 0) << b.output;
+  ASSERT_TRUE(both_exited_zero(a, b));
   EXPECT_GT(a.stats["fault_dropped"] + b.stats["fault_dropped"], 0u);
   EXPECT_GT(a.stats["completer_retry_err"], 0u) << "loss must have caused go-back-N";
   EXPECT_GT(b.stats["duplicate_request"] + b.stats["out_of_seq_request"], 0u);
@@ -215,8 +219,7 @@ TEST_F(Veth, WithPfcASlowReceiverLosesNothingAndItsPausesAreWellFormed) {
   auto [a, b] = run_pair("--pfc --pfc-watchdog-ms 0 --timeout 18",
                          "--pfc --xoff-kb 64 --rx-rate 300 --rx-buffer-kb 512 --timeout 18");
   stop_capture();
-  ASSERT_EQ(a.status, 0) << a.output;
-  ASSERT_EQ(b.status, 0) << b.output;
+  ASSERT_TRUE(both_exited_zero(a, b));
   // a's buffer has no rate limit: it never drops, it leaves frames in the
   // port's ring.
   EXPECT_EQ(a.stats["rx_buffer_dropped"], 0u);
@@ -257,8 +260,7 @@ TEST_F(Veth, APriorityTagCarriesThePfcPriority) {
   const std::string pcap = start_capture("tag", "-c 2000 -f 'vlan'");
   auto [a, b] = run_pair("--priority-tag --pfc", "--priority-tag --pfc");
   stop_capture();
-  ASSERT_EQ(a.status, 0) << a.output;
-  ASSERT_EQ(b.status, 0) << b.output;
+  ASSERT_TRUE(both_exited_zero(a, b));
   const auto frames = test::tshark_decode(pcap, {"vlan.id", "vlan.priority", "ip.dsfield.dscp",
                                                  "infiniband.bth.opcode", "_ws.malformed"});
   ASSERT_FALSE(frames.empty()) << "no tagged frame from b";
@@ -278,8 +280,7 @@ TEST_F(Veth, OnAVlanEveryFrameIsTagged) {
   const std::string pcap = start_capture("vlan", "-c 3000 -f 'not ip6'");
   auto [a, b] = run_pair("--vlan 100", "--vlan 100");
   stop_capture();
-  ASSERT_EQ(a.status, 0) << a.output;
-  ASSERT_EQ(b.status, 0) << b.output;
+  ASSERT_TRUE(both_exited_zero(a, b));
   const auto frames = test::tshark_decode(
       pcap, {"vlan.id", "vlan.priority", "vlan.etype", "infiniband.bth.opcode", "_ws.malformed"});
   ASSERT_FALSE(frames.empty());
@@ -305,8 +306,7 @@ TEST_F(Veth, OnAVlanEveryFrameIsTagged) {
 // measures it, tests/engine/pfc_engine_test.cc asserts it on virtual time.
 TEST_F(Veth, WithoutPfcASlowReceiversDropsAreRecoveredByGoingBackN) {
   auto [a, b] = run_pair("", "--rx-rate 300 --rx-buffer-kb 128");
-  ASSERT_EQ(a.status, 0) << a.output;
-  ASSERT_EQ(b.status, 0) << b.output;
+  ASSERT_TRUE(both_exited_zero(a, b));
   if (b.stats["rx_buffer_dropped"] > 0) {
     EXPECT_GT(a.stats["completer_retry_err"], 0u) << "a drop is recovered only by going back N";
   }
@@ -365,8 +365,7 @@ TEST_F(Veth, APfcStormNeverStopsTheTransfer) {
   stop = true;
   storm.join();
   ASSERT_GT(sent.load(), 0) << "the storm could not be sent";
-  ASSERT_EQ(a.status, 0) << a.output;
-  ASSERT_EQ(b.status, 0) << b.output;
+  ASSERT_TRUE(both_exited_zero(a, b));
   EXPECT_GT(a.stats["rx_prio3_pause"], 0u) << "the storm reached a";
   if (a.stats["rx_pause_ignored"] > 0) {
     EXPECT_GE(a.stats["pfc_storm_detected"], 1u) << "pauses ignored outside a storm";
@@ -403,10 +402,7 @@ TEST(Memif, TwoProcessesMoveEveryByteOverSharedMemory) {
   tb.join();
   const auto a = read_run(sa, dir.path() + "/a.out");
   const auto b = read_run(sb, dir.path() + "/b.out");
-  ASSERT_TRUE(a.status == 0 && b.status == 0)
-      << "a (client) exited " << a.status << ":\n"
-      << a.output << "\nb (server) exited " << b.status << ":\n"
-      << b.output;
+  ASSERT_TRUE(both_exited_zero(a, b));
   EXPECT_NE(a.output.find("write+read 4194304 bytes ok"), std::string::npos);
   EXPECT_NE(b.output.find("receives, writes and atomics verified"), std::string::npos);
   EXPECT_NE(b.output.find("UD datagrams verified"), std::string::npos);
