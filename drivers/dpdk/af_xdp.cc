@@ -24,6 +24,7 @@
 #include <set>
 #include <thread>
 
+#include "dpdk/eal.h"
 #include "log/log.h"
 
 namespace uroce::dpdk {
@@ -120,8 +121,8 @@ bool is_af_xdp(const std::string& device) { return device.starts_with("net_af_xd
 rte_mempool* af_xdp_pool(const std::string& name, unsigned n, int socket, std::string* error) {
   const unsigned elt = sizeof(rte_mbuf) + kAfXdpDataRoom;
   rte_mempool* mp =
-      rte_mempool_create_empty(name.c_str(), n, elt, 256, sizeof(rte_pktmbuf_pool_private), socket,
-                               RTE_MEMPOOL_F_NO_IOVA_CONTIG);
+      rte_mempool_create_empty(name.c_str(), n, elt, kMbufCache, sizeof(rte_pktmbuf_pool_private),
+                               socket, RTE_MEMPOOL_F_NO_IOVA_CONTIG);
   if (!mp) {
     *error = std::string("rte_mempool_create_empty: ") + rte_strerror(rte_errno);
     return nullptr;

@@ -61,6 +61,9 @@ class DpdkPort : public port::Port {
 
  private:
   DpdkPort() = default;
+  /// Registers a program's thread that uses the port, if it may have a
+  /// cache (dpdk::kCachedProgramThreads); a thread-local check after that.
+  static void attach_program_thread();
   std::uint16_t port_id_ = 0;
   bool owned_ = false;  ///< the ethdev is this port's (no other device's): it closes it
   std::string vdev_;    ///< the vdev's name, removed with the port; "" for a PCI device

@@ -5,10 +5,12 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_lcore.h>
+#include <rte_mempool.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cctype>
 #include <cstring>
 #include <mutex>
@@ -145,12 +147,40 @@ std::string eal_init(const EalOptions& opts) {
   return {};
 }
 
-ThreadRegistration::ThreadRegistration() {
-  registered_ = rte_lcore_id() == LCORE_ID_ANY && rte_thread_register() == 0;
+namespace {
+
+/// Program threads registered now (kCachedProgramThreads at most).
+std::atomic<unsigned> program_threads{0};
+
+bool take_program_slot() {
+  unsigned n = program_threads.load(std::memory_order_relaxed);
+  do {
+    if (n >= kCachedProgramThreads) return false;
+  } while (!program_threads.compare_exchange_weak(n, n + 1, std::memory_order_relaxed));
+  return true;
+}
+
+}  // namespace
+
+ThreadRegistration::ThreadRegistration(Owner owner) : owner_(owner), pid_(getpid()) {
+  if (rte_lcore_id() != LCORE_ID_ANY) return;
+  if (owner == Owner::kProgram && !take_program_slot()) return;
+  registered_ = rte_thread_register() == 0;
+  if (!registered_ && owner == Owner::kProgram) program_threads.fetch_sub(1);
 }
 
 ThreadRegistration::~ThreadRegistration() {
-  if (registered_) rte_thread_unregister();
+  if (!registered_ || getpid() != pid_) return;
+  // What this thread's caches hold back to their pools: the next thread
+  // with this lcore id may never touch them.
+  rte_mempool_walk(
+      [](rte_mempool* mp, void*) {
+        if (rte_mempool_cache* c = rte_mempool_default_cache(mp, rte_lcore_id()))
+          rte_mempool_cache_flush(c, mp);
+      },
+      nullptr);
+  rte_thread_unregister();
+  if (owner_ == Owner::kProgram) program_threads.fetch_sub(1);
 }
 
 }  // namespace uroce::dpdk

@@ -29,14 +29,35 @@ struct EalOptions {
 /// string on success, else what went wrong. Thread-safe.
 std::string eal_init(const EalOptions& opts);
 
+/// Program threads that may hold an lcore id, and with it a mempool cache
+/// in each pool they touch, at once. Beyond them a program's threads run
+/// unregistered (every mbuf an operation on the pool's ring): each cache
+/// holds back buffers its pool must have room for.
+inline constexpr unsigned kCachedProgramThreads = 4;
+
+/// Each pool's per-thread cache (rte_pktmbuf_pool_create's cache_size),
+/// and the most one holds: DPDK flushes a cache past 1.5 times its size
+/// (RTE_MEMPOOL_CACHE_FLUSHTHRESH_MULTIPLIER).
+inline constexpr unsigned kMbufCache = 256;
+inline constexpr unsigned kMbufCacheHold = kMbufCache * 3 / 2;
+
+/// Buffers a pool has beyond its rings and its users' frames: a full cache
+/// for each thread that may have one (the port's poll thread, or the
+/// daemon's, and the program's cached threads).
+inline constexpr unsigned kMbufsInCaches = (kCachedProgramThreads + 1) * kMbufCacheHold;
+
 /// Makes the calling thread known to EAL (rte_thread_register) for as
 /// long as the returned object lives, so that it gets an lcore id and with
 /// it a per-thread mempool cache: without one, every mbuf taken or given
 /// back is an atomic operation on the pool's shared ring. A thread EAL
-/// cannot take (no free lcore id) runs on unregistered, as before.
+/// cannot take (no free lcore id), and a program's thread beyond
+/// kCachedProgramThreads, runs on unregistered, as before. When the thread
+/// ends its caches go back to their pools, so that none holds buffers for
+/// a thread that is gone.
 class ThreadRegistration {
  public:
-  ThreadRegistration();
+  enum class Owner { kUroce, kProgram };
+  explicit ThreadRegistration(Owner owner);
   ~ThreadRegistration();
   ThreadRegistration(const ThreadRegistration&) = delete;
   ThreadRegistration& operator=(const ThreadRegistration&) = delete;
@@ -44,6 +65,10 @@ class ThreadRegistration {
 
  private:
   bool registered_ = false;
+  Owner owner_;
+  /// The process that registered: a child of fork() shares the parent's
+  /// pools (hugepage memory is a shared mapping) and must leave them be.
+  int pid_ = 0;
 };
 
 /// The argument vector eal_init passes to rte_eal_init (for logs and tests).

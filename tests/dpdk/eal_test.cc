@@ -2,8 +2,15 @@
 #include "dpdk/eal.h"
 
 #include <gtest/gtest.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
 
 #include <algorithm>
+#include <latch>
+#include <thread>
+#include <vector>
 
 #include "dpdk/af_xdp.h"
 
@@ -63,6 +70,69 @@ TEST(Eal, ArgumentsKeepTheProgramUnpinnedAndPrivate) {
   EXPECT_FALSE(has(b, "--no-pci"));
   EXPECT_FALSE(has(b, "--no-huge"));
   EXPECT_TRUE(has(b, "-a"));
+}
+
+// A program's thread that uses a port gets an lcore id and with it a cache
+// in the port's pool; when it ends, what its cache holds goes back.
+TEST(Eal, AProgramThreadGetsACacheAndGivesItBackWhenItEnds) {
+  ASSERT_EQ(eal_init(EalOptions{}), "");
+  constexpr unsigned kPool = 4096;
+  rte_mempool* mp = rte_pktmbuf_pool_create("eal_test_cache", kPool, kMbufCache, 0,
+                                            RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+  ASSERT_NE(mp, nullptr) << rte_strerror(rte_errno);
+
+  unsigned lcore = LCORE_ID_ANY;
+  std::thread([&] {
+    const ThreadRegistration r(ThreadRegistration::Owner::kProgram);
+    ASSERT_TRUE(r.registered());
+    lcore = rte_lcore_id();
+    ASSERT_NE(lcore, LCORE_ID_ANY);
+    std::vector<rte_mbuf*> m(100);
+    for (auto& b : m) ASSERT_NE(b = rte_pktmbuf_alloc(mp), nullptr);
+    for (auto* b : m) rte_pktmbuf_free(b);
+    // Given back into this thread's cache, not the pool's ring.
+    EXPECT_GT(rte_mempool_default_cache(mp, lcore)->len, 0u);
+    EXPECT_EQ(rte_mempool_avail_count(mp), kPool);
+  }).join();
+  ASSERT_NE(lcore, LCORE_ID_ANY);
+  EXPECT_EQ(rte_mempool_default_cache(mp, lcore)->len, 0u) << "the cache went back to the pool";
+  EXPECT_EQ(rte_mempool_avail_count(mp), kPool);
+  rte_mempool_free(mp);
+}
+
+// Each cache holds back buffers its pool must have room for: only so many
+// program threads get one at once; the next runs without, and one may
+// have it again when another ends.
+TEST(Eal, OnlySoManyProgramThreadsHaveACacheAtOnce) {
+  ASSERT_EQ(eal_init(EalOptions{}), "");
+  std::latch registered(kCachedProgramThreads), done(1);
+  std::vector<std::thread> holders;
+  std::atomic<unsigned> with_cache{0};
+  for (unsigned i = 0; i < kCachedProgramThreads; ++i) {
+    holders.emplace_back([&] {
+      const ThreadRegistration r(ThreadRegistration::Owner::kProgram);
+      if (r.registered()) with_cache.fetch_add(1);
+      registered.count_down();
+      done.wait();
+    });
+  }
+  registered.wait();
+  EXPECT_EQ(with_cache.load(), kCachedProgramThreads);
+  std::thread([] {
+    const ThreadRegistration r(ThreadRegistration::Owner::kProgram);
+    EXPECT_FALSE(r.registered());
+    EXPECT_EQ(rte_lcore_id(), LCORE_ID_ANY);
+  }).join();
+  std::thread([] {
+    const ThreadRegistration r(ThreadRegistration::Owner::kUroce);
+    EXPECT_TRUE(r.registered()) << "uroce's own threads are not counted";
+  }).join();
+  done.count_down();
+  for (auto& t : holders) t.join();
+  std::thread([] {
+    const ThreadRegistration r(ThreadRegistration::Owner::kProgram);
+    EXPECT_TRUE(r.registered());
+  }).join();
 }
 
 }  // namespace
