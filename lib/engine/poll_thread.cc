@@ -61,7 +61,15 @@ void PollThread::send_now() {
   engine_.try_send(now);
 }
 
-void PollThread::note_post() { note_post(now_ns()); }
+void PollThread::note_post() {
+  // A streaming program posts millions of times a second: a clock read
+  // each time was a twentieth of its time, and storing into a line the
+  // poll thread reads on every post would move it between cores. Set
+  // once, read and cleared by the poll thread.
+  if (!program_posted_.load(std::memory_order_relaxed))
+    program_posted_.store(true, std::memory_order_relaxed);
+  t_empty_since = 0;
+}
 
 void PollThread::note_post(Nanos now) {
   program_drove_at_.store(now, std::memory_order_relaxed);
@@ -80,6 +88,10 @@ void PollThread::run() {
   while (!stop_.load(std::memory_order_relaxed)) {
     const Nanos now = now_ns();
     maybe_housekeep(now);
+    if (program_posted_.load(std::memory_order_relaxed)) {
+      program_posted_.store(false, std::memory_order_relaxed);
+      program_drove_at_.store(now, std::memory_order_relaxed);
+    }
     if (now - program_drove_at_.load(std::memory_order_relaxed) < kProgramDrivingNs) {
       // The program is driving: mostly stay out of its way. But it may be
       // waiting on memory rather than on its CQ between calls (ib_write_lat

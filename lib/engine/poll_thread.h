@@ -37,7 +37,8 @@ class PollThread {
   /// Called by a program thread that posted work it leaves for the next
   /// pass (a deep send queue): tells the poll thread the program is
   /// driving, so that it looks in every few tens of microseconds rather
-  /// than taking its long nap, as send_now() does.
+  /// than taking its long nap, as send_now() does. It reads no clock: the
+  /// poll thread stamps the post when it next looks.
   void note_post();
 
   /// Stops the thread (the process is ending); drive() still works.
@@ -60,6 +61,8 @@ class PollThread {
   const std::function<void()> housekeeping_;
   Nanos housekeeping_at_ = 0;
   std::atomic<Nanos> program_drove_at_{0};
+  /// A post since the poll thread last looked (note_post()).
+  std::atomic<bool> program_posted_{false};
   std::atomic<bool> stop_{false};
   std::atomic<int> waiters_{0};
   std::thread thread_;
