@@ -272,7 +272,9 @@ class Engine final : private FramePath, private transport::Doorbell {
   std::deque<std::uint32_t> ready_;
   std::mutex doorbell_mu_;
   std::vector<std::uint32_t> doorbells_;  ///< QPNs rung, under doorbell_mu_
-  std::vector<std::uint32_t> rung_;       ///< doorbells_ taken, engine thread
+  /// doorbells_ is not empty: every turn looks, few find one rung.
+  std::atomic<bool> doorbells_rung_{false};
+  std::vector<std::uint32_t> rung_;  ///< doorbells_ taken, engine thread
   Nanos rescan_at_ = 0;
   McastGroups mcast_;
   TimerWheel<std::uint32_t> timers_{kTimerTickNs, kTimerSlots};  ///< every QP's next deadline
