@@ -73,12 +73,18 @@ class Cq : public transport::Cq {
   Cq(Context& ctx, std::uint32_t depth) : transport::Cq(depth), ctx_(ctx) {}
   template <typename F>
   std::uint32_t drain(std::uint32_t max, F& fn) {
-    transport::Wc buf[32];
+    // Left unwritten until poll fills it: a Wc's members have defaults,
+    // and zeroing 32 of them on every poll_cq was 3 % of a streaming
+    // program's time.
+    union Buffer {
+      Buffer() {}
+      transport::Wc wc[32];
+    } buf;
     std::uint32_t got = 0;
     while (got < max) {
       const std::uint32_t want = std::min<std::uint32_t>(max - got, 32);
-      const std::uint32_t k = transport::Cq::poll(buf, want);
-      if (k > 0) fn(buf, k);
+      const std::uint32_t k = transport::Cq::poll(buf.wc, want);
+      if (k > 0) fn(buf.wc, k);
       got += k;
       if (k < want) break;
     }
