@@ -338,7 +338,6 @@ void DpdkPort::rx_release(port::RxFrame* frames, std::uint16_t n) {
 }
 
 bool DpdkPort::tx_alloc(std::uint32_t size, port::TxFrame& out) {
-  attach_program_thread();
   rte_mbuf* m = rte_pktmbuf_alloc(pool_);
   if (!m) return false;
   if (size > rte_pktmbuf_tailroom(m)) {
@@ -352,6 +351,7 @@ bool DpdkPort::tx_alloc(std::uint32_t size, port::TxFrame& out) {
 }
 
 std::uint16_t DpdkPort::tx_burst(port::TxFrame* frames, std::uint16_t n) {
+  attach_program_thread();
   rte_mbuf* m[port::kMaxTxBurst];
   n = std::min(n, port::kMaxTxBurst);
   for (std::uint16_t i = 0; i < n; ++i) {
