@@ -92,8 +92,8 @@ sock="$work/memif-bench-$$.sock"
 memif_pair "$a" "$sock" "$work/memif-bw" ib_write_bw -d uroce0 -s 65536 -D "$duration" --report_gbits
 memif_pair "$a" "$sock" "$work/memif-lat" ib_send_lat -d uroce0 -s 2 -n 20000
 # Message rate: 64 B on one QP, as many in flight as perftest keeps.
-memif_pair "$a" "$sock" "$work/memif-rate-write" ib_write_bw -d uroce0 -s 64 -D "$duration"
-memif_pair "$a" "$sock" "$work/memif-rate-send" ib_send_bw -d uroce0 -s 64 -D "$duration"
+PIN=1 memif_pair "$a" "$sock" "$work/memif-rate-write" ib_write_bw -d uroce0 -s 64 -D "$duration"
+PIN=1 memif_pair "$a" "$sock" "$work/memif-rate-send" ib_send_bw -d uroce0 -s 64 -D "$duration"
 
 # --- kernel TCP over loopback ----------------------------------------------
 ip netns exec "$a" iperf3 -s -1 -p 5202 >/dev/null 2>&1 &
