@@ -82,7 +82,8 @@ void PollThread::note_post(Nanos now) {
 
 void PollThread::run() {
   // The thread that polls the port most says so, once (DPDK registers it
-  // with EAL); program threads that drive the engine now and then do not.
+  // with EAL); a program's thread is registered by the port when it first
+  // drives the engine (DpdkPort::attach_program_thread).
   engine_.port().attach_thread();
   int idle = 0;
   while (!stop_.load(std::memory_order_relaxed)) {
