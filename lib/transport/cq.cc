@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "transport/cq.h"
 
+#include <bit>
+
 namespace uroce::transport {
 
-Cq::Cq(std::uint32_t depth) : ring_(depth == 0 ? 1 : depth) {}
+Cq::Cq(std::uint32_t depth)
+    : depth_(depth == 0 ? 1 : depth), ring_(std::bit_ceil(depth_)), mask_(ring_.size() - 1) {}
 
 // Arming and pushing race as the two sides of Dekker's algorithm: the
 // program stores armed_ and then reads tail_ (the poll that follows
@@ -21,12 +24,12 @@ void Cq::arm(bool solicited_only) {
 
 bool Cq::push(const Wc& wc, bool solicited) {
   const std::uint64_t tail = tail_.load(std::memory_order_relaxed);
-  if (tail - head_.load(std::memory_order_acquire) >= ring_.size()) {
+  if (tail - head_.load(std::memory_order_acquire) >= depth_) {
     if (!overflowed_.exchange(true, std::memory_order_relaxed) && events_)
       events_->cq_overflow(*this);
     return false;
   }
-  ring_[tail % ring_.size()] = wc;
+  ring_[tail & mask_] = wc;
   // Release: the consumer sees the entry, and the payload it describes,
   // before it sees the new tail.
   if (!notifier_) {
@@ -48,7 +51,7 @@ std::uint32_t Cq::poll(Wc* out, std::uint32_t max) {
   const std::uint64_t tail = tail_.load(std::memory_order_seq_cst);  // see arm()
   std::uint32_t n = 0;
   while (n < max && head + n < tail) {
-    out[n] = ring_[(head + n) % ring_.size()];
+    out[n] = ring_[(head + n) & mask_];
     ++n;
   }
   head_.store(head + n, std::memory_order_release);
@@ -60,9 +63,9 @@ std::uint32_t Cq::remove_qp(std::uint32_t qpn) {
   const std::uint64_t tail = tail_.load(std::memory_order_acquire);
   std::uint64_t kept = head;
   for (std::uint64_t i = head; i < tail; ++i) {
-    const Wc wc = ring_[i % ring_.size()];
+    const Wc wc = ring_[i & mask_];
     if (wc.qp_num == qpn) continue;
-    ring_[kept % ring_.size()] = wc;
+    ring_[kept & mask_] = wc;
     ++kept;
   }
   tail_.store(kept, std::memory_order_release);
@@ -73,9 +76,11 @@ bool Cq::resize(std::uint32_t depth) {
   const std::uint64_t head = head_.load(std::memory_order_acquire);
   const std::uint64_t tail = tail_.load(std::memory_order_acquire);
   if (depth == 0 || tail - head > depth) return false;
-  std::vector<Wc> ring(depth);
-  for (std::uint64_t i = head; i < tail; ++i) ring[i - head] = ring_[i % ring_.size()];
+  std::vector<Wc> ring(std::bit_ceil(depth));
+  for (std::uint64_t i = head; i < tail; ++i) ring[i - head] = ring_[i & mask_];
   ring_.swap(ring);
+  depth_ = depth;
+  mask_ = ring_.size() - 1;
   head_.store(0, std::memory_order_release);
   tail_.store(tail - head, std::memory_order_release);
   return true;

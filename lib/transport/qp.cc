@@ -4,6 +4,7 @@
 #include "transport/qp.h"
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstring>
 
@@ -97,7 +98,9 @@ Qp::Qp(const QpInit& init)
       events_(init.events),
       gate_(init.gate),
       congestion_(init.congestion),
-      sq_(std::max<std::uint32_t>(init.max_send_wr, 1)),
+      sq_depth_(std::max<std::uint32_t>(init.max_send_wr, 1)),
+      sq_(std::bit_ceil(sq_depth_)),
+      sq_mask_(sq_.size() - 1),
       sge_stride_(std::max<std::uint32_t>(max_send_sge_, 1)),
       sq_sges_(sq_.size() * sge_stride_),
       sq_inline_(sq_.size() * max_inline_),
@@ -274,7 +277,7 @@ int Qp::post_send(const SendWr& wr) {
   if (inl && length > max_inline_) return EINVAL;
 
   const std::uint64_t tail = sq_tail_.load(std::memory_order_relaxed);
-  if (tail - sq_head_.load(std::memory_order_acquire) >= sq_.size()) return ENOMEM;
+  if (tail - sq_head_.load(std::memory_order_acquire) >= sq_depth_) return ENOMEM;
   SendWqe& wqe = sq_at(tail);
   wqe = SendWqe{};
   wqe.wr = wr;
@@ -480,14 +483,14 @@ bool Qp::has_work(Nanos now) const {
   if (s != QpState::kRts && s != QpState::kSqd) return false;
   if (req_.wqe == sq_tail()) return false;
   // SQD finishes (and resends) what it has begun, and begins nothing.
-  if (s == QpState::kSqd && !sq_[req_.wqe % sq_.size()].started) return false;
+  if (s == QpState::kSqd && !sq_[req_.wqe & sq_mask_].started) return false;
   if (comp_.rnr_until != 0 && now < comp_.rnr_until) return false;
   if (req_.gate_retry_at != 0 && now < req_.gate_retry_at) return false;
   if (reliable() && static_cast<std::uint32_t>(req_.psn - comp_.psn) >= kMaxUnackedPsns)
     return false;
   // A WQE not started yet may be held by a fence or by the initiator depth
   // (requester_send_one's checks): no turn until that clears.
-  const SendWqe& next = sq_[req_.wqe % sq_.size()];
+  const SendWqe& next = sq_[req_.wqe & sq_mask_];
   // A bind or local invalidation waits for every earlier WR to complete.
   if (is_local_op(next.wr.opcode) && req_.wqe != sq_head_.load(std::memory_order_relaxed))
     return false;

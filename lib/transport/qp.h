@@ -249,7 +249,7 @@ class Qp {
   void check_sq_drained();
   void lost_completion();
   void flush();
-  SendWqe& sq_at(std::uint64_t index) { return sq_[index % sq_.size()]; }
+  SendWqe& sq_at(std::uint64_t index) { return sq_[index & sq_mask_]; }
   std::size_t slot_of(const SendWqe& wqe) const {
     return static_cast<std::size_t>(&wqe - sq_.data());
   }
@@ -346,8 +346,11 @@ class Qp {
   Counters counters_;
 
   // Send queue: WQEs in [sq_head_, sq_tail_). The program advances the
-  // tail; the completer advances the head.
+  // tail; the completer advances the head. Room for sq_depth_ WQEs in a
+  // power of two of slots: a slot is an index's low bits, not a division.
+  const std::uint32_t sq_depth_;
   std::vector<SendWqe> sq_;
+  const std::uint64_t sq_mask_;
   // The send WQEs' gather lists, inline data and (UD) routes: sge_stride_
   // SGEs and max_inline_ bytes to a slot of sq_, as a hardware QP's WQEs
   // are as large as its caps make them, not the device's limits.

@@ -50,7 +50,11 @@ class RecvQueue {
   };
   const std::uint32_t max_sge_;
   const std::uint32_t stride_;
+  // Room for max_wr_ WRs in a power of two of slots: a slot is an index's
+  // low bits (index & mask_), not a division.
+  const std::uint32_t max_wr_;
   std::vector<Entry> ring_;
+  const std::uint64_t mask_;
   std::vector<Sge> sges_;
   alignas(64) std::atomic<std::uint64_t> head_{0};
   alignas(64) std::atomic<std::uint64_t> tail_{0};
