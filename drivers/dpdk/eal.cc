@@ -15,6 +15,7 @@
 #include <cstring>
 #include <mutex>
 #include <numeric>
+#include <set>
 #include <thread>
 
 #include "dpdk/af_xdp.h"
@@ -160,25 +161,52 @@ bool take_program_slot() {
   return true;
 }
 
+/// The ports' pools, for a thread that ends to give its caches back to.
+/// rte_mempool_walk would not do: rte_mempool_free frees a pool without
+/// the lock the walk holds, so a port closed while a thread ends could
+/// have its ring flushed into after it is gone.
+struct Pools {
+  std::mutex mu;
+  std::set<rte_mempool*> live;
+};
+Pools& pools() {
+  static auto* p = new Pools;  // immortal: threads end during exit too
+  return *p;
+}
+
 }  // namespace
 
-ThreadRegistration::ThreadRegistration(Owner owner) : owner_(owner), pid_(getpid()) {
+void track_pool(rte_mempool* mp) {
+  std::lock_guard lock(pools().mu);
+  pools().live.insert(mp);
+}
+
+void untrack_pool(rte_mempool* mp) {
+  std::lock_guard lock(pools().mu);
+  pools().live.erase(mp);
+}
+
+ThreadRegistration::ThreadRegistration(Owner owner) : owner_(owner) {
   if (rte_lcore_id() != LCORE_ID_ANY) return;
   if (owner == Owner::kProgram && !take_program_slot()) return;
   registered_ = rte_thread_register() == 0;
-  if (!registered_ && owner == Owner::kProgram) program_threads.fetch_sub(1);
+  if (registered_)
+    pid_ = getpid();
+  else if (owner == Owner::kProgram)
+    program_threads.fetch_sub(1);
 }
 
 ThreadRegistration::~ThreadRegistration() {
   if (!registered_ || getpid() != pid_) return;
   // What this thread's caches hold back to their pools: the next thread
   // with this lcore id may never touch them.
-  rte_mempool_walk(
-      [](rte_mempool* mp, void*) {
-        if (rte_mempool_cache* c = rte_mempool_default_cache(mp, rte_lcore_id()))
-          rte_mempool_cache_flush(c, mp);
-      },
-      nullptr);
+  {
+    std::lock_guard lock(pools().mu);
+    for (rte_mempool* mp : pools().live) {
+      if (rte_mempool_cache* c = rte_mempool_default_cache(mp, rte_lcore_id()))
+        rte_mempool_cache_flush(c, mp);
+    }
+  }
   rte_thread_unregister();
   if (owner_ == Owner::kProgram) program_threads.fetch_sub(1);
 }

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+struct rte_mempool;
+
 namespace uroce::dpdk {
 
 struct EalOptions {
@@ -45,6 +47,11 @@ inline constexpr unsigned kMbufCacheHold = kMbufCache * 3 / 2;
 /// for each thread that may have one (the port's poll thread, or the
 /// daemon's, and the program's cached threads).
 inline constexpr unsigned kMbufsInCaches = (kCachedProgramThreads + 1) * kMbufCacheHold;
+
+/// The pools a thread that ends gives its caches back to: a port tracks
+/// its pool from when it makes it until just before it frees it.
+void track_pool(rte_mempool* mp);
+void untrack_pool(rte_mempool* mp);
 
 /// Makes the calling thread known to EAL (rte_thread_register) for as
 /// long as the returned object lives, so that it gets an lcore id and with

@@ -80,6 +80,7 @@ TEST(Eal, AProgramThreadGetsACacheAndGivesItBackWhenItEnds) {
   rte_mempool* mp = rte_pktmbuf_pool_create("eal_test_cache", kPool, kMbufCache, 0,
                                             RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
   ASSERT_NE(mp, nullptr) << rte_strerror(rte_errno);
+  track_pool(mp);  // as a port does with its pool
 
   unsigned lcore = LCORE_ID_ANY;
   std::thread([&] {
@@ -97,6 +98,7 @@ TEST(Eal, AProgramThreadGetsACacheAndGivesItBackWhenItEnds) {
   ASSERT_NE(lcore, LCORE_ID_ANY);
   EXPECT_EQ(rte_mempool_default_cache(mp, lcore)->len, 0u) << "the cache went back to the pool";
   EXPECT_EQ(rte_mempool_avail_count(mp), kPool);
+  untrack_pool(mp);
   rte_mempool_free(mp);
 }
 
