@@ -8,9 +8,11 @@
 // waiting for the poll thread.
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <new>
 
 #include "transport/cq.h"
 #include "verbs/completion_channel.h"
@@ -75,16 +77,15 @@ class Cq : public transport::Cq {
   std::uint32_t drain(std::uint32_t max, F& fn) {
     // Left unwritten until poll fills it: a Wc's members have defaults,
     // and zeroing 32 of them on every poll_cq was 3 % of a streaming
-    // program's time.
-    union Buffer {
-      Buffer() {}
-      transport::Wc wc[32];
-    } buf;
+    // program's time. Wc is an aggregate, so storage of its size and
+    // alignment holds Wcs as soon as it exists (implicit object creation).
+    alignas(transport::Wc) std::byte raw[32 * sizeof(transport::Wc)];
+    transport::Wc* const buf = std::launder(reinterpret_cast<transport::Wc*>(raw));
     std::uint32_t got = 0;
     while (got < max) {
       const std::uint32_t want = std::min<std::uint32_t>(max - got, 32);
-      const std::uint32_t k = transport::Cq::poll(buf.wc, want);
-      if (k > 0) fn(buf.wc, k);
+      const std::uint32_t k = transport::Cq::poll(buf, want);
+      if (k > 0) fn(buf, k);
       got += k;
       if (k < want) break;
     }
