@@ -64,19 +64,40 @@ row() { printf "%-50s %12s %16s\n" "$@"; }
 # shared memory through SOCK (MTU 9000, hugepages), the client reaching
 # the server's perftest over loopback; their output in OUT.server and
 # OUT.client. memif_pair NAMESPACE SOCK OUT TOOL ARGS...
+# The CPUs this shell may run on, one number each ("0-2,5" -> 0 1 2 5).
+allowed_cpus() {
+  local list part parts out=()
+  list=$(awk '/^Cpus_allowed_list/ { print $2 }' /proc/self/status)
+  IFS=, read -ra parts <<<"$list"
+  for part in "${parts[@]}"; do
+    if [[ $part == *-* ]]; then
+      out+=($(seq "${part%-*}" "${part#*-}"))
+    else
+      out+=("$part")
+    fi
+  done
+  echo "${out[@]}"
+}
+
 memif_pair() {
   local ns=$1 sock=$2 out=$3
   shift 3
   # The last run's server leaves its socket file, which the next server
   # cannot bind and its client would take for the new server's.
   rm -f "$sock"
-  # PIN=1: the server on the last CPU and the client on the first, each
-  # process with its poll thread, so that the scheduler does not move
-  # them about: a 64 B message rate varies by 2x from run to run without.
+  # PIN=1: the server on the last CPU this shell may use and the client
+  # on the first, each perftest with its poll thread (EAL's own threads,
+  # which mostly sleep, keep every CPU), so that the scheduler does not
+  # move them about: a 64 B message rate varies by 2x from run to run
+  # without.
   local pin_s=() pin_c=()
-  if [[ ${PIN:-0} == 1 ]] && (($(nproc) > 1)); then
-    pin_s=(taskset -c $(($(nproc) - 1)))
-    pin_c=(taskset -c 0)
+  if [[ ${PIN:-0} == 1 ]]; then
+    local cpus
+    read -ra cpus <<<"$(allowed_cpus)"
+    if ((${#cpus[@]} > 1)); then
+      pin_s=(taskset -c "${cpus[-1]}")
+      pin_c=(taskset -c "${cpus[0]}")
+    fi
   fi
   ip netns exec "$ns" "${pin_s[@]}" "$run" --hugepages --mtu 9000 --ip 10.78.0.2/24 \
     --port "net_memif0,role=server,socket=$sock,socket-abstract=no" -- "$@" >"$out.server" 2>&1 &
