@@ -60,10 +60,6 @@ sockperf_p50() { awk '/percentile 50.000 =/ { print $NF }' "$1"; }
 ratio() { awk -v x="$1" -v y="$2" 'BEGIN { if (x == "" || y == "" || y == 0) print "-"; else printf "%.2fx", x / y }'; }
 row() { printf "%-50s %12s %16s\n" "$@"; }
 
-# A perftest pair over net_memif in NAMESPACE: two uroce processes on
-# shared memory through SOCK (MTU 9000, hugepages), the client reaching
-# the server's perftest over loopback; their output in OUT.server and
-# OUT.client. memif_pair NAMESPACE SOCK OUT TOOL ARGS...
 # The CPUs this shell may run on, one number each ("0-2,5" -> 0 1 2 5).
 allowed_cpus() {
   local list part parts out=()
@@ -79,6 +75,10 @@ allowed_cpus() {
   echo "${out[@]}"
 }
 
+# A perftest pair over net_memif in NAMESPACE: two uroce processes on
+# shared memory through SOCK (MTU 9000, hugepages), the client reaching
+# the server's perftest over loopback; their output in OUT.server and
+# OUT.client. memif_pair NAMESPACE SOCK OUT TOOL ARGS...
 memif_pair() {
   local ns=$1 sock=$2 out=$3
   shift 3
