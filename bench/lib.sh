@@ -2,6 +2,10 @@
 # Helpers the side-by-side benchmarks share; sourced, not run. Callers set
 # $duration (seconds of each timed run) and $run (uroce-run's path).
 
+# KEY VALUE: a figure for bench/speed_goals.sh, which reads the file
+# $RESULTS once the benchmarks it runs are done (nothing when unset)
+record() { [[ -z ${RESULTS:-} ]] || echo "$1 $2" >>"$RESULTS"; }
+
 wait_listen() {  # NAMESPACE PORT: until a TCP socket listens there (10 s at most)
   for _ in $(seq 200); do
     ip netns exec "$1" ss -Hltn "sport = :$2" | grep -q LISTEN && return

@@ -50,6 +50,9 @@ for size in 4096 65536; do
     -n $((total / qps > 64 ? total / qps : 64)) --report_gbits || true
   one=$(gbps "$work/one.$size" "$size")
   many=$(gbps "$work/many.$size" "$size")
+  record "many_qps.$size.qps" "$qps"
+  record "many_qps.$size.one_gbps" "$one"
+  record "many_qps.$size.all_gbps" "$many"
   printf '%-10s %10s %14s %14s %10s\n' "$size B" "$qps" "$one" "$many" \
     "$(awk -v x="$many" -v y="$one" 'BEGIN { if (y + 0 == 0 || x + 0 == 0) print "-"; else printf "%.2fx", x / y }')"
 done

@@ -118,18 +118,27 @@ compare() {
   row "  uroce / kernel" "$(ratio "$bw" "$tbw")" "$(ratio "$lat" "$udp")"
   row "sockperf TCP spinning, $4" "" "$tcp"
   row "  uroce / spinning TCP" "" "$(ratio "$lat" "$tcp")"
+  record "$5.write_bw_gbps" "$bw"
+  record "$5.send_lat_us" "$lat"
+  record "$5.iperf3_gbps" "$tbw"
+  record "$5.udp_spin_us" "$udp"
+  record "$5.tcp_spin_us" "$tcp"
 }
 
 echo
 row "" "64 KiB Gb/s" "median lat (us)"
 for mtu in 1500 9000; do
-  compare "veth $mtu, packet port" "$work/veth$mtu-packet" "$work/veth$mtu" "veth $mtu"
-  compare "veth $mtu, net_af_packet" "$work/veth$mtu-net_af_packet0" "$work/veth$mtu" "veth $mtu"
+  compare "veth $mtu, packet port" "$work/veth$mtu-packet" "$work/veth$mtu" "veth $mtu" \
+    "veth$mtu.packet"
+  compare "veth $mtu, net_af_packet" "$work/veth$mtu-net_af_packet0" "$work/veth$mtu" "veth $mtu" \
+    "veth$mtu.af_packet"
 done
-compare "memif" "$work/memif" "$work/lo" "loopback"
+compare "memif" "$work/memif" "$work/lo" "loopback" memif
 echo "(targets: throughput >= 1.0x TCP on veth and >= 2x over memif;"
 echo " latency <= 1.0x spinning UDP on veth, under 1.0 us over memif)"
 echo
 row "" "64 B Mpps" "target"
 row "ib_write_bw, uroce, memif, one QP" "$(rate_of "$work/memif-rate-write.client")" 3
 row "ib_send_bw, uroce, memif, one QP" "$(rate_of "$work/memif-rate-send.client")" 2
+record memif.write_64_mpps "$(rate_of "$work/memif-rate-write.client")"
+record memif.send_64_mpps "$(rate_of "$work/memif-rate-send.client")"
