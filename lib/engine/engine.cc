@@ -83,16 +83,34 @@ bool Engine::try_poll(Nanos now, std::uint32_t* work) {
   return true;
 }
 
+bool Engine::try_poll_completions_first(Nanos now, std::uint32_t* work) {
+  const Holding hold(*this, std::try_to_lock);
+  if (!hold.owns()) return false;
+  run_once(now, work, true);
+  return true;
+}
+
 bool Engine::try_send(Nanos now) {
   const Holding hold(*this, std::try_to_lock);
   if (!hold.owns()) return false;
   now = std::max(now, last_now_);
   last_now_ = now;
-  if (flush_backlog()) run_tx(now);
+  if (flush_backlog()) {
+    run_tx(now);
+    tx_deferred_ = false;
+  }
   return true;
 }
 
-void Engine::run_once(Nanos now, std::uint32_t* work) {
+void Engine::send_deferred() {
+  if (!tx_deferred_) return;
+  tx_deferred_ = false;
+  const Nanos now = std::max(now_ns(), last_now_);
+  last_now_ = now;
+  if (flush_backlog()) run_tx(now);
+}
+
+void Engine::run_once(Nanos now, std::uint32_t* work, bool completions_first) {
   UROCE_DEBUG_ASSERT(in_engine_thread());
   // Whoever runs the loop read the clock before taking the engine: an
   // older reading must not take time backwards (pause timers, buckets).
@@ -107,6 +125,12 @@ void Engine::run_once(Nanos now, std::uint32_t* work) {
     rx_.release_cnps([this](const wire::RoceRoute& r, std::uint32_t qp) { transmit_cnp(r, qp); });
   }
   run_timers(now);
+  if (completions_first && n != 0 && !tx_deferred_) {
+    tx_deferred_ = true;
+    *work = n;
+    return;
+  }
+  tx_deferred_ = false;
   *work = n + (flush_backlog() ? run_tx(now) : 0);
 }
 

@@ -125,6 +125,18 @@ class Engine final : private FramePath, private transport::Doorbell {
   std::uint32_t poll(Nanos now);
   /// Runs one iteration if no other thread is; false if one is.
   bool try_poll(Nanos now, std::uint32_t* work = nullptr);
+  /// try_poll for a program's thread that wants its completions (poll_cq):
+  /// when the iteration received something, it returns before the
+  /// transmit half, which the thread's next call (or post) runs. What came
+  /// in reaches the program before the ACKs and responses it caused leave:
+  /// each is a system call on a packet socket (a veth's whole receive path
+  /// at the peer, run on this thread), and a ping-pong's reply waited for
+  /// them. Never two turns in a row, so a stream of arrivals cannot starve
+  /// the transmit half.
+  bool try_poll_completions_first(Nanos now, std::uint32_t* work);
+  /// Sends what a completions-first turn left, waiting for the engine: the
+  /// process is ending.
+  void finish_turn() { const Holding hold(*this); }
   /// Runs the transmit half of an iteration if no other thread is running
   /// the engine (false if one is): what a doorbell needs. The QPs just
   /// rung send now; receiving, timers and the rest wait for the next whole
@@ -182,7 +194,14 @@ class Engine final : private FramePath, private transport::Doorbell {
   /// The engine taken (mu_) and the taker recorded, for in_engine_thread().
   class Holding {
    public:
-    explicit Holding(Engine& e) : e_(e), lock_(e.mu_) { record(); }
+    /// Waits for the engine. A control call (locked(), detach, ...) then
+    /// first sends what a completions-first turn left, so a program that
+    /// destroys its QP or ends right after its last completion still
+    /// acknowledges what it received.
+    explicit Holding(Engine& e) : e_(e), lock_(e.mu_) {
+      record();
+      e_.send_deferred();
+    }
     Holding(Engine& e, std::try_to_lock_t) : e_(e), lock_(e.mu_, std::try_to_lock) {
       if (lock_.owns_lock()) record();
     }
@@ -211,7 +230,9 @@ class Engine final : private FramePath, private transport::Doorbell {
     std::uint16_t n_ = 0;
   };
 
-  void run_once(Nanos now, std::uint32_t* work);
+  void run_once(Nanos now, std::uint32_t* work, bool completions_first = false);
+  /// The transmit half a completions-first turn left, if it did.
+  void send_deferred();
   /// A burst from the port straight to the transport (no receive buffer).
   std::uint32_t receive_burst(Nanos now);
   /// RX dispatch: one classification, then the host stack, PFC or a QP.
@@ -283,7 +304,8 @@ class Engine final : private FramePath, private transport::Doorbell {
 
   std::mutex mu_;  ///< held by whoever runs the loop, and to change the QP table
   std::atomic<std::thread::id> holder_{};  ///< who holds mu_, for in_engine_thread()
-  Nanos last_now_ = 0;  ///< the loop's clock never goes back (callers' clocks race)
+  Nanos last_now_ = 0;        ///< the loop's clock never goes back (callers' clocks race)
+  bool tx_deferred_ = false;  ///< the last turn left its transmit half (completions first)
 };
 
 }  // namespace uroce::engine

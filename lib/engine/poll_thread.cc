@@ -41,7 +41,7 @@ void PollThread::drive() {
   const Nanos now = now_ns();
   program_drove_at_.store(now, std::memory_order_relaxed);
   std::uint32_t work = 0;
-  engine_.try_poll(now, &work);
+  engine_.try_poll_completions_first(now, &work);
   // A program spinning on an empty CQ of a paced or idle QP would hold a
   // core that the peers sharing the machine need. A round trip's worth of
   // spinning keeps latency; past that, give the core up on every empty

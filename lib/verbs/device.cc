@@ -171,6 +171,9 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c,
 
 void Device::end_of_process() {
   if (Gsi* g = gsi_.load(std::memory_order_acquire)) g->drain();
+  // The ACKs of what the program received last may wait for its next
+  // call, which will not come.
+  engine_->finish_turn();
   poller_->stop();
   write_stats_file();
 }

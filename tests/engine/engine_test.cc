@@ -295,6 +295,80 @@ TEST(Engine, ASendPassSendsThePostAndLeavesWhatArrived) {
   EXPECT_EQ(wc[0].status, transport::WcStatus::kSuccess);
 }
 
+// A SEND of 64 bytes from a to b, posted and sent on its doorbell, into a
+// receive b posted.
+void send_one(Host& a, Host& b, std::vector<std::uint8_t>& src, std::vector<std::uint8_t>& dst,
+              std::uint64_t wr_id) {
+  transport::RecvWr r;
+  r.wr_id = wr_id;
+  r.num_sge = 1;
+  r.sg_list[0] = {reinterpret_cast<std::uint64_t>(dst.data()), 64,
+                  b.memory.reg(dst.data(), dst.size(), kAll)};
+  ASSERT_EQ(b.qp->post_recv(r), 0);
+  transport::SendWr w;
+  w.wr_id = wr_id;
+  w.num_sge = 1;
+  w.send_flags = transport::send_flags::kSignaled;
+  w.sg_list[0] = {reinterpret_cast<std::uint64_t>(src.data()), 64,
+                  a.memory.reg(src.data(), src.size(), kAll)};
+  w.opcode = transport::WrOpcode::kSend;
+  ASSERT_EQ(a.qp->post_send(w), 0);
+  ASSERT_TRUE(a.engine.try_send(now_ns()));
+}
+
+// Expect: a program's poll that received something returns with the
+// completion before the ACK leaves; its next call sends the ACK, even when
+// that call receives again (a stream of arrivals cannot hold ACKs back).
+TEST(Engine, APollForCompletionsReturnsBeforeTheAckAndTheNextSendsIt) {
+  Host a(kMacA, kIpA), b(kMacB, kIpB);
+  test::PipePort::join(a.port, b.port);
+  connect(a, b, 0x4242, 0x7373);
+  std::vector<std::uint8_t> src(64, 0x5A), dst1(64, 0), dst2(64, 0);
+  const EngineCounters& c = b.engine.counters();
+  const std::uint64_t tx0 = c.get(EngineCounter::kTxFrames);
+  send_one(a, b, src, dst1, 1);
+  std::uint32_t work = 0;
+  ASSERT_TRUE(b.engine.try_poll_completions_first(now_ns(), &work));
+  EXPECT_EQ(work, 1u);
+  EXPECT_EQ(b.rcq.size(), 1u) << "the SEND completed";
+  EXPECT_EQ(c.get(EngineCounter::kTxFrames), tx0) << "the ACK left before the completion";
+  // A second SEND arrives before b's next call, which receives it and
+  // sends the first one's ACK all the same.
+  send_one(a, b, src, dst2, 2);
+  ASSERT_TRUE(b.engine.try_poll_completions_first(now_ns(), &work));
+  EXPECT_EQ(b.rcq.size(), 2u);
+  EXPECT_GT(c.get(EngineCounter::kTxFrames), tx0) << "two turns in a row deferred the ACK";
+  ASSERT_TRUE(run(a, b, [&] { return a.scq.size() == 2; }));
+  transport::Wc wc[2];
+  ASSERT_EQ(a.scq.poll(wc, 2), 2u);
+  EXPECT_EQ(wc[0].status, transport::WcStatus::kSuccess);
+  EXPECT_EQ(wc[1].status, transport::WcStatus::kSuccess);
+  EXPECT_EQ(std::memcmp(src.data(), dst2.data(), 64), 0);
+}
+
+// Expect: a QP destroyed right after the completion of what it received
+// (ibv_rc_pingpong's last message) still acknowledges it: the detach
+// sends what the program's poll left.
+TEST(Engine, ADetachSendsTheAcksAPollForCompletionsLeft) {
+  Host a(kMacA, kIpA), b(kMacB, kIpB);
+  test::PipePort::join(a.port, b.port);
+  connect(a, b, 0x4242, 0x7373);
+  std::vector<std::uint8_t> src(64, 0x5A), dst(64, 0);
+  const EngineCounters& c = b.engine.counters();
+  const std::uint64_t tx0 = c.get(EngineCounter::kTxFrames);
+  send_one(a, b, src, dst, 1);
+  std::uint32_t work = 0;
+  ASSERT_TRUE(b.engine.try_poll_completions_first(now_ns(), &work));
+  ASSERT_EQ(b.rcq.size(), 1u);
+  ASSERT_EQ(c.get(EngineCounter::kTxFrames), tx0);
+  b.engine.detach(b.qp->qpn());
+  EXPECT_EQ(c.get(EngineCounter::kTxFrames), tx0 + 1) << "the ACK died with the QP";
+  a.engine.poll(now_ns());
+  transport::Wc wc[1];
+  ASSERT_EQ(a.scq.poll(wc, 1), 1u);
+  EXPECT_EQ(wc[0].status, transport::WcStatus::kSuccess);
+}
+
 TEST(Engine, KnowsWhichThreadHoldsIt) {
   Host a(kMacA, kIpA);
   EXPECT_FALSE(a.engine.in_engine_thread());
