@@ -41,8 +41,8 @@ awk '$1 == 4096 && NF >= 3 { print "icrc.4096", $2; print "isal.4096", $3; exit 
 awk '/^state per RC QP, 128 send \+ 128 receive WRs of 1 SGE/ { print "qp_state.128", $(NF - 1) }' \
   "$work/transport" >>"$RESULTS"
 
-# The figure recorded under KEY, or nothing.
-get() { awk -v k="$1" '$1 == k { v = $2 } END { print v }' "$RESULTS"; }
+# The figure recorded under KEY, or nothing (also when a run failed).
+get() { awk -v k="$1" '$1 == k && $2 ~ /^[0-9.]+$/ { v = $2 } END { print v }' "$RESULTS"; }
 # VALUE UNIT: "VALUE UNIT", or "-" when there is no value.
 with() { if [[ -n $1 ]]; then echo "$1 $2"; else echo -; fi; }
 r2() { awk -v x="$1" 'BEGIN { if (x != "") printf "%.2f", x }'; }
