@@ -103,11 +103,14 @@ bool Engine::try_send(Nanos now) {
 }
 
 void Engine::send_deferred() {
-  if (!tx_deferred_) return;
-  tx_deferred_ = false;
-  const Nanos now = std::max(now_ns(), last_now_);
-  last_now_ = now;
-  if (flush_backlog()) run_tx(now);
+  // At the time of the turn that left it: the engine reads no clock of its
+  // own (a simulator runs it on virtual time). While the port refuses
+  // frames, it stays left for the next turn, as a turn's transmit half
+  // waits for the backlog.
+  if (tx_deferred_ && flush_backlog()) {
+    tx_deferred_ = false;
+    run_tx(last_now_);
+  }
 }
 
 void Engine::run_once(Nanos now, std::uint32_t* work, bool completions_first) {

@@ -166,7 +166,9 @@ class Engine final : private FramePath, private transport::Doorbell {
   /// Calls `fn` for every attached QP, holding the engine (for stats).
   template <typename F>
   void for_each_qp(F&& fn) {
-    const Holding hold(*this);
+    // Reading sends nothing: the stats thread would otherwise transmit
+    // what a completions-first turn left, and take a port's lcore for it.
+    const Holding hold(*this, Holding::kSendNothing);
     for (const transport::Qp* qp : order_) fn(*qp);
   }
 
@@ -198,9 +200,10 @@ class Engine final : private FramePath, private transport::Doorbell {
     /// first sends what a completions-first turn left, so a program that
     /// destroys its QP or ends right after its last completion still
     /// acknowledges what it received.
-    explicit Holding(Engine& e) : e_(e), lock_(e.mu_) {
+    enum Send { kSendDeferred, kSendNothing };
+    explicit Holding(Engine& e, Send send = kSendDeferred) : e_(e), lock_(e.mu_) {
       record();
-      e_.send_deferred();
+      if (send == kSendDeferred) e_.send_deferred();
     }
     Holding(Engine& e, std::try_to_lock_t) : e_(e), lock_(e.mu_, std::try_to_lock) {
       if (lock_.owns_lock()) record();

@@ -369,6 +369,32 @@ TEST(Engine, ADetachSendsTheAcksAPollForCompletionsLeft) {
   EXPECT_EQ(wc[0].status, transport::WcStatus::kSuccess);
 }
 
+// Expect: any control call that takes the engine (locked(): a modify, a
+// deregistration) first sends what a program's poll left.
+TEST(Engine, AControlCallSendsTheAcksAPollForCompletionsLeft) {
+  Host a(kMacA, kIpA), b(kMacB, kIpB);
+  test::PipePort::join(a.port, b.port);
+  connect(a, b, 0x4242, 0x7373);
+  std::vector<std::uint8_t> src(64, 0x5A), dst(64, 0);
+  const EngineCounters& c = b.engine.counters();
+  const std::uint64_t tx0 = c.get(EngineCounter::kTxFrames);
+  send_one(a, b, src, dst, 1);
+  std::uint32_t work = 0;
+  ASSERT_TRUE(b.engine.try_poll_completions_first(now_ns(), &work));
+  ASSERT_EQ(b.rcq.size(), 1u);
+  ASSERT_EQ(c.get(EngineCounter::kTxFrames), tx0);
+  b.engine.for_each_qp([](const Qp&) {});
+  EXPECT_EQ(c.get(EngineCounter::kTxFrames), tx0) << "reading the QPs' stats sent";
+  b.engine.locked([] {});
+  EXPECT_EQ(c.get(EngineCounter::kTxFrames), tx0 + 1);
+  b.engine.locked([] {});
+  EXPECT_EQ(c.get(EngineCounter::kTxFrames), tx0 + 1) << "sent twice";
+  a.engine.poll(now_ns());
+  transport::Wc wc[1];
+  ASSERT_EQ(a.scq.poll(wc, 1), 1u);
+  EXPECT_EQ(wc[0].status, transport::WcStatus::kSuccess);
+}
+
 TEST(Engine, KnowsWhichThreadHoldsIt) {
   Host a(kMacA, kIpA);
   EXPECT_FALSE(a.engine.in_engine_thread());
