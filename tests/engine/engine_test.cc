@@ -316,83 +316,80 @@ void send_one(Host& a, Host& b, std::vector<std::uint8_t>& src, std::vector<std:
   ASSERT_TRUE(a.engine.try_send(now_ns()));
 }
 
+// Two connected hosts; b's program polls for completions while a sends.
+class CompletionsFirst : public ::testing::Test {
+ protected:
+  CompletionsFirst() {
+    test::PipePort::join(a.port, b.port);
+    connect(a, b, 0x4242, 0x7373);
+    tx0 = b_tx();
+  }
+  std::uint64_t b_tx() const { return b.engine.counters().get(EngineCounter::kTxFrames); }
+  // a SENDs into dst; b's program polls for completions. Returns the
+  // poll's work (frames received and sent).
+  std::uint32_t receive(std::vector<std::uint8_t>& dst, std::uint64_t wr_id) {
+    send_one(a, b, src, dst, wr_id);
+    std::uint32_t work = 0;
+    EXPECT_TRUE(b.engine.try_poll_completions_first(now_ns(), &work));
+    return work;
+  }
+  // a's SENDs all completed, acknowledged.
+  void expect_acked(std::size_t sends) {
+    ASSERT_TRUE(run(a, b, [&] { return a.scq.size() == sends; }));
+    transport::Wc wc[4];
+    ASSERT_EQ(a.scq.poll(wc, 4), sends);
+    for (std::size_t i = 0; i < sends; ++i) EXPECT_EQ(wc[i].status, transport::WcStatus::kSuccess);
+  }
+
+  Host a{kMacA, kIpA}, b{kMacB, kIpB};
+  std::vector<std::uint8_t> src = std::vector<std::uint8_t>(64, 0x5A);
+  std::vector<std::uint8_t> dst1 = std::vector<std::uint8_t>(64, 0);
+  std::vector<std::uint8_t> dst2 = std::vector<std::uint8_t>(64, 0);
+  std::uint64_t tx0 = 0;
+};
+
 // Expect: a program's poll that received something returns with the
 // completion before the ACK leaves; its next call sends the ACK, even when
 // that call receives again (a stream of arrivals cannot hold ACKs back).
-TEST(Engine, APollForCompletionsReturnsBeforeTheAckAndTheNextSendsIt) {
-  Host a(kMacA, kIpA), b(kMacB, kIpB);
-  test::PipePort::join(a.port, b.port);
-  connect(a, b, 0x4242, 0x7373);
-  std::vector<std::uint8_t> src(64, 0x5A), dst1(64, 0), dst2(64, 0);
-  const EngineCounters& c = b.engine.counters();
-  const std::uint64_t tx0 = c.get(EngineCounter::kTxFrames);
-  send_one(a, b, src, dst1, 1);
-  std::uint32_t work = 0;
-  ASSERT_TRUE(b.engine.try_poll_completions_first(now_ns(), &work));
-  EXPECT_EQ(work, 1u);
+TEST_F(CompletionsFirst, APollReturnsBeforeTheAckAndTheNextSendsIt) {
+  EXPECT_EQ(receive(dst1, 1), 1u);
   EXPECT_EQ(b.rcq.size(), 1u) << "the SEND completed";
-  EXPECT_EQ(c.get(EngineCounter::kTxFrames), tx0) << "the ACK left before the completion";
+  EXPECT_EQ(b_tx(), tx0) << "the ACK left before the completion";
   // A second SEND arrives before b's next call, which receives it and
   // sends the first one's ACK all the same.
-  send_one(a, b, src, dst2, 2);
-  ASSERT_TRUE(b.engine.try_poll_completions_first(now_ns(), &work));
+  receive(dst2, 2);
   EXPECT_EQ(b.rcq.size(), 2u);
-  EXPECT_GT(c.get(EngineCounter::kTxFrames), tx0) << "two turns in a row deferred the ACK";
-  ASSERT_TRUE(run(a, b, [&] { return a.scq.size() == 2; }));
-  transport::Wc wc[2];
-  ASSERT_EQ(a.scq.poll(wc, 2), 2u);
-  EXPECT_EQ(wc[0].status, transport::WcStatus::kSuccess);
-  EXPECT_EQ(wc[1].status, transport::WcStatus::kSuccess);
+  EXPECT_GT(b_tx(), tx0) << "two turns in a row deferred the ACK";
+  expect_acked(2);
   EXPECT_EQ(std::memcmp(src.data(), dst2.data(), 64), 0);
 }
 
 // Expect: a QP destroyed right after the completion of what it received
 // (ibv_rc_pingpong's last message) still acknowledges it: the detach
 // sends what the program's poll left.
-TEST(Engine, ADetachSendsTheAcksAPollForCompletionsLeft) {
-  Host a(kMacA, kIpA), b(kMacB, kIpB);
-  test::PipePort::join(a.port, b.port);
-  connect(a, b, 0x4242, 0x7373);
-  std::vector<std::uint8_t> src(64, 0x5A), dst(64, 0);
-  const EngineCounters& c = b.engine.counters();
-  const std::uint64_t tx0 = c.get(EngineCounter::kTxFrames);
-  send_one(a, b, src, dst, 1);
-  std::uint32_t work = 0;
-  ASSERT_TRUE(b.engine.try_poll_completions_first(now_ns(), &work));
+TEST_F(CompletionsFirst, ADetachSendsTheAcksAPollLeft) {
+  receive(dst1, 1);
   ASSERT_EQ(b.rcq.size(), 1u);
-  ASSERT_EQ(c.get(EngineCounter::kTxFrames), tx0);
+  ASSERT_EQ(b_tx(), tx0);
   b.engine.detach(b.qp->qpn());
-  EXPECT_EQ(c.get(EngineCounter::kTxFrames), tx0 + 1) << "the ACK died with the QP";
-  a.engine.poll(now_ns());
-  transport::Wc wc[1];
-  ASSERT_EQ(a.scq.poll(wc, 1), 1u);
-  EXPECT_EQ(wc[0].status, transport::WcStatus::kSuccess);
+  EXPECT_EQ(b_tx(), tx0 + 1) << "the ACK died with the QP";
+  expect_acked(1);
 }
 
 // Expect: any control call that takes the engine (locked(): a modify, a
-// deregistration) first sends what a program's poll left.
-TEST(Engine, AControlCallSendsTheAcksAPollForCompletionsLeft) {
-  Host a(kMacA, kIpA), b(kMacB, kIpB);
-  test::PipePort::join(a.port, b.port);
-  connect(a, b, 0x4242, 0x7373);
-  std::vector<std::uint8_t> src(64, 0x5A), dst(64, 0);
-  const EngineCounters& c = b.engine.counters();
-  const std::uint64_t tx0 = c.get(EngineCounter::kTxFrames);
-  send_one(a, b, src, dst, 1);
-  std::uint32_t work = 0;
-  ASSERT_TRUE(b.engine.try_poll_completions_first(now_ns(), &work));
+// deregistration) first sends what a program's poll left; a stats read
+// does not.
+TEST_F(CompletionsFirst, AControlCallSendsTheAcksAPollLeft) {
+  receive(dst1, 1);
   ASSERT_EQ(b.rcq.size(), 1u);
-  ASSERT_EQ(c.get(EngineCounter::kTxFrames), tx0);
+  ASSERT_EQ(b_tx(), tx0);
   b.engine.for_each_qp([](const Qp&) {});
-  EXPECT_EQ(c.get(EngineCounter::kTxFrames), tx0) << "reading the QPs' stats sent";
+  EXPECT_EQ(b_tx(), tx0) << "reading the QPs' stats sent";
   b.engine.locked([] {});
-  EXPECT_EQ(c.get(EngineCounter::kTxFrames), tx0 + 1);
+  EXPECT_EQ(b_tx(), tx0 + 1);
   b.engine.locked([] {});
-  EXPECT_EQ(c.get(EngineCounter::kTxFrames), tx0 + 1) << "sent twice";
-  a.engine.poll(now_ns());
-  transport::Wc wc[1];
-  ASSERT_EQ(a.scq.poll(wc, 1), 1u);
-  EXPECT_EQ(wc[0].status, transport::WcStatus::kSuccess);
+  EXPECT_EQ(b_tx(), tx0 + 1) << "sent twice";
+  expect_acked(1);
 }
 
 TEST(Engine, KnowsWhichThreadHoldsIt) {
