@@ -189,8 +189,19 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
   } else {
     // Whole frames plus a kilobyte: net_af_packet wants room for its own
     // frame header beside the largest frame (framesz=9216 on a 9000 MTU).
-    const std::uint32_t room = std::max<std::uint32_t>(
-        RTE_MBUF_DEFAULT_DATAROOM, ((mtu + kL2Overhead + 1023) / 1024 + 1) * 1024);
+    std::uint32_t room = std::max<std::uint32_t>(RTE_MBUF_DEFAULT_DATAROOM,
+                                                 ((mtu + kL2Overhead + 1023) / 1024 + 1) * 1024);
+    // net_memif sends a frame in one of its buffers only if an mbuf holds
+    // no more than one (eal.h, kMemifBufferSize).
+    if (const std::uint32_t bsize = memif_buffer_size(with_vdev_defaults(device)); bsize != 0) {
+      if (mtu + kL2Overhead > bsize) {
+        *error = "net_memif's bsize=" + std::to_string(bsize) + " cannot hold a frame of MTU " +
+                 std::to_string(mtu) + ": set bsize to at least " +
+                 std::to_string(mtu + kL2Overhead);
+        return nullptr;
+      }
+      room = std::min(room, bsize);
+    }
     // Beyond its rings, the pool has a buffer for every frame its users
     // may hold (port/params.h) and what the threads' caches may hold.
     const unsigned n = opts.rx_desc + opts.tx_desc + port::kPoolSpare + kMbufsInCaches;
@@ -326,6 +337,7 @@ std::uint16_t DpdkPort::rx_burst(port::RxFrame* out, std::uint16_t max) {
     if (m[i]->nb_segs != 1) {
       // Chained mbufs: the pool is sized for whole frames, so only a
       // frame longer than the MTU gets here.
+      rx_chained_.fetch_add(1, std::memory_order_relaxed);
       rte_pktmbuf_free(m[i]);
       continue;
     }
@@ -426,6 +438,7 @@ void DpdkPort::for_each_stat(const StatFn& fn) const {
   fn("ierrors", st.ierrors);
   fn("oerrors", st.oerrors);  // frames the port took and could not send
   fn("rx_nombuf", st.rx_nombuf);
+  fn("rx_chained_dropped", rx_chained_.load(std::memory_order_relaxed));
 }
 
 int DpdkPort::enable_hardware_pfc(std::uint8_t lossless, std::uint16_t quanta) {

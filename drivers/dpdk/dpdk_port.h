@@ -54,7 +54,8 @@ class DpdkPort : public port::Port {
   std::uint32_t speed_mbps() const override;
   int enable_hardware_pfc(std::uint8_t lossless, std::uint16_t quanta) override;
   /// mbufs (the pool's size), mbufs_free (in it now: with the port idle,
-  /// its rings' share only), and the ethdev's counters.
+  /// its rings' share only), the ethdev's counters, and rx_chained_dropped
+  /// (frames longer than the MTU, dropped).
   void for_each_stat(const StatFn& fn) const override;
 
   std::uint16_t port_id() const { return port_id_; }
@@ -89,6 +90,8 @@ class DpdkPort : public port::Port {
   mutable std::atomic<std::uint32_t> mtu_{1500};
   std::uint32_t max_mtu_ = 1500;
   bool follow_mtu_ = false;
+  /// Frames that came in more than one mbuf: longer than the port's MTU.
+  std::atomic<std::uint64_t> rx_chained_{0};
 };
 
 }  // namespace uroce::dpdk

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <numeric>
@@ -103,8 +104,19 @@ std::uint32_t kernel_iface_mtu(const std::string& vdev) {
   return rc == 0 && ifr.ifr_mtu > 0 ? static_cast<std::uint32_t>(ifr.ifr_mtu) : 0;
 }
 
+std::uint32_t memif_buffer_size(const std::string& vdev) {
+  if (!vdev.starts_with("net_memif")) return 0;
+  const auto at = vdev.find(",bsize=");
+  if (at == std::string::npos) return 2048;
+  return static_cast<std::uint32_t>(std::strtoul(vdev.c_str() + at + 7, nullptr, 10));
+}
+
 std::string with_vdev_defaults(const std::string& vdev) {
   if (is_af_xdp(vdev)) return af_xdp_vdev_defaults(vdev);
+  if (vdev.starts_with("net_memif")) {
+    if (vdev.find(",bsize=") != std::string::npos) return vdev;
+    return vdev + ",bsize=" + std::to_string(kMemifBufferSize);
+  }
   if (vdev.rfind("net_af_packet", 0) != 0) return vdev;
   std::string out = vdev;
   // The default ring of 256 frames overflows under a burst of RDMA

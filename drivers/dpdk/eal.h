@@ -86,9 +86,23 @@ bool is_pci_address(const std::string& device);
 
 /// A vdev string with uroce's defaults added for options it leaves unset:
 /// for net_af_packet, a 4096-frame ring, and on a jumbo-frame link frames
-/// and blocks that hold its largest frame; for net_af_xdp, one queue and
-/// uroce's XDP program (af_xdp.h).
+/// and blocks that hold its largest frame; for net_memif, buffers of
+/// kMemifBufferSize; for net_af_xdp, one queue and uroce's XDP program
+/// (af_xdp.h).
 std::string with_vdev_defaults(const std::string& vdev);
+
+/// net_memif's buffer size (bsize=) unless the device string sets one:
+/// a whole frame of a 9000-byte MTU in one buffer. net_memif in DPDK 22.11
+/// sends a frame longer than its buffers across several descriptors, and
+/// that path writes one descriptor past the free ones when the ring is
+/// nearly full: the peer then reads frames that were overwritten or sent
+/// twice. A frame in one buffer takes the path that checks. The shared
+/// memory this takes is 20 MiB a link (1024 descriptors each way).
+inline constexpr std::uint32_t kMemifBufferSize = 10240;
+
+/// The buffer size of a net_memif vdev string (its bsize=, else DPDK's
+/// default of 2048), or 0 for another device.
+std::uint32_t memif_buffer_size(const std::string& vdev);
 
 /// The kernel interface a net_af_packet or net_af_xdp vdev string names
 /// (iface=), or "" for another device or a name the kernel could not have.

@@ -50,6 +50,12 @@ TEST(Eal, ArgumentsKeepTheProgramUnpinnedAndPrivate) {
             "net_af_packet1,iface=x,framecnt=512")
       << "a ring size the user gave stays";
   EXPECT_EQ(with_vdev_defaults("net_ring0"), "net_ring0");
+  // memif: buffers that hold a whole jumbo frame, unless the user said.
+  EXPECT_EQ(with_vdev_defaults("net_memif0,role=server"), "net_memif0,role=server,bsize=10240");
+  EXPECT_EQ(with_vdev_defaults("net_memif0,bsize=16384"), "net_memif0,bsize=16384");
+  EXPECT_EQ(memif_buffer_size("net_memif0,role=client,bsize=4096"), 4096u);
+  EXPECT_EQ(memif_buffer_size("net_memif0"), 2048u) << "DPDK's default";
+  EXPECT_EQ(memif_buffer_size("net_ring0"), 0u);
   // On a link with large frames (lo: 65536), frames hold the largest
   // frame and blocks hold whole frames.
   EXPECT_EQ(kernel_iface_mtu("net_af_packet0,iface=lo"), 65536u);
