@@ -128,7 +128,7 @@ void Engine::run_once(Nanos now, std::uint32_t* work, bool completions_first) {
     rx_.release_cnps([this](const wire::RoceRoute& r, std::uint32_t qp) { transmit_cnp(r, qp); });
   }
   run_timers(now);
-  if (completions_first && n != 0 && !tx_deferred_) {
+  if (completions_first && n != 0 && !tx_deferred_ && !finishing_) {
     tx_deferred_ = true;
     *work = n;
     return;

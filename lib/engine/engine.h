@@ -134,9 +134,13 @@ class Engine final : private FramePath, private transport::Doorbell {
   /// them. Never two turns in a row, so a stream of arrivals cannot starve
   /// the transmit half.
   bool try_poll_completions_first(Nanos now, std::uint32_t* work);
-  /// Sends what a completions-first turn left, waiting for the engine: the
-  /// process is ending.
-  void finish_turn() { const Holding hold(*this); }
+  /// Sends what a completions-first turn left, waiting for the engine, and
+  /// leaves nothing from then on: the process is ending, and a thread that
+  /// polls after this has no poll thread to send for it.
+  void finish_turn() {
+    const Holding hold(*this);
+    finishing_ = true;
+  }
   /// Runs the transmit half of an iteration if no other thread is running
   /// the engine (false if one is): what a doorbell needs. The QPs just
   /// rung send now; receiving, timers and the rest wait for the next whole
@@ -196,11 +200,12 @@ class Engine final : private FramePath, private transport::Doorbell {
   /// The engine taken (mu_) and the taker recorded, for in_engine_thread().
   class Holding {
    public:
+    /// What a taker sends on taking the engine (see the constructor).
+    enum Send { kSendDeferred, kSendNothing };
     /// Waits for the engine. A control call (locked(), detach, ...) then
     /// first sends what a completions-first turn left, so a program that
     /// destroys its QP or ends right after its last completion still
     /// acknowledges what it received.
-    enum Send { kSendDeferred, kSendNothing };
     explicit Holding(Engine& e, Send send = kSendDeferred) : e_(e), lock_(e.mu_) {
       record();
       if (send == kSendDeferred) e_.send_deferred();
@@ -309,6 +314,7 @@ class Engine final : private FramePath, private transport::Doorbell {
   std::atomic<std::thread::id> holder_{};  ///< who holds mu_, for in_engine_thread()
   Nanos last_now_ = 0;        ///< the loop's clock never goes back (callers' clocks race)
   bool tx_deferred_ = false;  ///< the last turn left its transmit half (completions first)
+  bool finishing_ = false;    ///< finish_turn() ran: every turn is whole
 };
 
 }  // namespace uroce::engine

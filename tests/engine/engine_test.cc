@@ -392,6 +392,19 @@ TEST_F(CompletionsFirst, AControlCallSendsTheAcksAPollLeft) {
   expect_acked(1);
 }
 
+// Expect: once the process is ending (finish_turn, before the poll thread
+// stops), a poll sends the ACKs it caused before it returns: no poll
+// thread is left to send them.
+TEST_F(CompletionsFirst, APollAfterTheLastTurnLeavesNothing) {
+  receive(dst1, 1);
+  ASSERT_EQ(b_tx(), tx0);
+  b.engine.finish_turn();
+  EXPECT_EQ(b_tx(), tx0 + 1) << "what the poll left";
+  EXPECT_GT(receive(dst2, 2), 1u) << "received and sent";
+  EXPECT_EQ(b_tx(), tx0 + 2) << "the poll left the second ACK";
+  expect_acked(2);
+}
+
 TEST(Engine, KnowsWhichThreadHoldsIt) {
   Host a(kMacA, kIpA);
   EXPECT_FALSE(a.engine.in_engine_thread());
