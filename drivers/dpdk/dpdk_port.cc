@@ -201,6 +201,16 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
         return nullptr;
       }
       room = std::min(room, bsize);
+      // The client's buffers carry both directions, and a server sends a
+      // frame into one whole, trusting it to be as large as its own. Said
+      // at info level: the client is most often uroce, whose buffers are.
+      if (!is_memif_client(device) && mtu + kL2Overhead > kMemifDefaultBufferSize) {
+        log::get().info(
+            "port {}: a memif server at MTU {} sends frames of up to {} bytes into its "
+            "client's buffers, which must hold them (bsize={} or more, as uroce's do; "
+            "DPDK's and VPP's default of {} does not)",
+            id, mtu, mtu + kL2Overhead, bsize, kMemifDefaultBufferSize);
+      }
     }
     // Beyond its rings, the pool has a buffer for every frame its users
     // may hold (port/params.h) and what the threads' caches may hold.
@@ -408,7 +418,7 @@ bool DpdkPort::link_up() const {
         log::get().info("port {}: {}'s MTU is {}, the port's {}", port_id_, iface_, ifr.ifr_mtu,
                         want);
         if (want < static_cast<std::uint32_t>(ifr.ifr_mtu))
-          log::get().warn(
+          log::get().info(
               "port {}: frames of {}'s MTU {} do not fit the port's buffers (made "
               "for {}); reopen the device for it",
               port_id_, iface_, ifr.ifr_mtu, max_mtu_);

@@ -55,7 +55,7 @@ class DpdkPort : public port::Port {
   int enable_hardware_pfc(std::uint8_t lossless, std::uint16_t quanta) override;
   /// mbufs (the pool's size), mbufs_free (in it now: with the port idle,
   /// its rings' share only), the ethdev's counters, and rx_chained_dropped
-  /// (frames longer than the MTU, dropped).
+  /// (frames too long for the pool's buffers, dropped).
   void for_each_stat(const StatFn& fn) const override;
 
   std::uint16_t port_id() const { return port_id_; }
@@ -90,7 +90,7 @@ class DpdkPort : public port::Port {
   mutable std::atomic<std::uint32_t> mtu_{1500};
   std::uint32_t max_mtu_ = 1500;
   bool follow_mtu_ = false;
-  /// Frames that came in more than one mbuf: longer than the port's MTU.
+  /// Frames that came in more than one mbuf: too long for its buffers.
   std::atomic<std::uint64_t> rx_chained_{0};
 };
 

@@ -107,7 +107,7 @@ std::uint32_t kernel_iface_mtu(const std::string& vdev) {
 std::uint32_t memif_buffer_size(const std::string& vdev) {
   if (!vdev.starts_with("net_memif")) return 0;
   const auto at = vdev.find(",bsize=");
-  if (at == std::string::npos) return 2048;
+  if (at == std::string::npos) return kMemifDefaultBufferSize;
   return static_cast<std::uint32_t>(std::strtoul(vdev.c_str() + at + 7, nullptr, 10));
 }
 

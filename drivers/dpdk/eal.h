@@ -97,11 +97,15 @@ std::string with_vdev_defaults(const std::string& vdev);
 /// that path writes one descriptor past the free ones when the ring is
 /// nearly full: the peer then reads frames that were overwritten or sent
 /// twice. A frame in one buffer takes the path that checks. The shared
-/// memory this takes is 20 MiB a link (1024 descriptors each way).
+/// memory this takes is 20 MiB a link (at net_memif's default of 1024
+/// descriptors, one queue each way).
 inline constexpr std::uint32_t kMemifBufferSize = 10240;
 
+/// DPDK's own default: what a memif peer other than uroce likely has.
+inline constexpr std::uint32_t kMemifDefaultBufferSize = 2048;
+
 /// The buffer size of a net_memif vdev string (its bsize=, else DPDK's
-/// default of 2048), or 0 for another device.
+/// default), or 0 for another device.
 std::uint32_t memif_buffer_size(const std::string& vdev);
 
 /// The kernel interface a net_af_packet or net_af_xdp vdev string names

@@ -2,7 +2,8 @@
 // The client end of memif_test's link, in a process of its own as a
 // memif peer is: it sends frames of FRAME bytes, frame k's byte i being
 // (7k + i) mod 256, until the ring takes no more, prints "sent N", and
-// keeps the link up until a signal ends it.
+// keeps the link up until a signal ends it, or two minutes pass (a test
+// that died does not leave it holding its hugepages).
 //
 //   memif_sender SOCKET MTU FRAME
 
@@ -24,6 +25,7 @@ int main(int argc, char** argv) {
   }
   const std::string device =
       std::string("net_memif0,role=client,socket=") + argv[1] + ",socket-abstract=no";
+  alarm(120);
   const auto frame = static_cast<std::uint32_t>(std::atoi(argv[3]));
   EalOptions eal;
   eal.hugepages = true;
@@ -41,7 +43,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   port->attach_thread();
-  // A few refusals in a row: the ring is full, not busy.
+  // The ring refuses only once it is full: a few refusals make sure.
   std::uint32_t sent = 0;
   for (int refused = 0; refused < 4;) {
     uroce::port::TxFrame f;

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -67,9 +68,15 @@ TEST_F(Memif, JumboFramesThatFillTheRingArriveWholeAndOnce) {
   test::Child sender(std::string(UROCE_MEMIF_SENDER) + " " + sock + " " + std::to_string(kMtu) +
                          " " + std::to_string(kFrame),
                      dir_ + "/sender.log");
+  // Its line, wherever it comes among what EAL logs; or it ended without.
   unsigned sent = 0;
-  for (int i = 0; i < 300 && std::sscanf(sender.output().c_str(), "sent %u", &sent) != 1; ++i)
+  for (int i = 0; i < 600; ++i) {
+    const std::string out = sender.output();
+    const auto at = out.find("sent ");
+    if (at != std::string::npos && std::sscanf(out.c_str() + at, "sent %u", &sent) == 1) break;
+    if (sender.exited_within(0s)) break;
     std::this_thread::sleep_for(100ms);
+  }
   ASSERT_GT(sent, 100u) << sender.output();
 
   unsigned got = 0;
