@@ -346,7 +346,7 @@ std::uint16_t DpdkPort::rx_burst(port::RxFrame* out, std::uint16_t max) {
   for (std::uint16_t i = 0; i < n; ++i) {
     if (m[i]->nb_segs != 1) {
       // Chained mbufs: the pool is sized for whole frames, so only a
-      // frame longer than the MTU gets here.
+      // frame too long for its buffers (longer than the MTU) gets here.
       rx_chained_.fetch_add(1, std::memory_order_relaxed);
       rte_pktmbuf_free(m[i]);
       continue;
@@ -418,7 +418,7 @@ bool DpdkPort::link_up() const {
         log::get().info("port {}: {}'s MTU is {}, the port's {}", port_id_, iface_, ifr.ifr_mtu,
                         want);
         if (want < static_cast<std::uint32_t>(ifr.ifr_mtu))
-          log::get().info(
+          log::get().warn(
               "port {}: frames of {}'s MTU {} do not fit the port's buffers (made "
               "for {}); reopen the device for it",
               port_id_, iface_, ifr.ifr_mtu, max_mtu_);
