@@ -20,6 +20,8 @@ ExtHeaders ExtHeaders::parse(const OpcodeInfo& info, const std::uint8_t* bth) {
   if (info.has(ExtHeader::kImmDt))
     std::memcpy(&e.imm_data, bth + info.offset_of(ExtHeader::kImmDt), 4);
   if (info.has(ExtHeader::kIeth)) e.ieth_rkey = load_be32(bth + info.offset_of(ExtHeader::kIeth));
+  if (info.has(ExtHeader::kSackEth))
+    e.sack = SackEth::parse(bth + info.offset_of(ExtHeader::kSackEth));
   return e;
 }
 
@@ -39,6 +41,7 @@ void ExtHeaders::write(const OpcodeInfo& info, std::uint8_t* bth) const {
   if (info.has(ExtHeader::kImmDt))
     std::memcpy(bth + info.offset_of(ExtHeader::kImmDt), &imm_data, 4);
   if (info.has(ExtHeader::kIeth)) store_be32(bth + info.offset_of(ExtHeader::kIeth), ieth_rkey);
+  if (info.has(ExtHeader::kSackEth)) sack.write(bth + info.offset_of(ExtHeader::kSackEth));
   if (info.has(ExtHeader::kCnpReserved))
     std::memset(bth + info.offset_of(ExtHeader::kCnpReserved), 0,
                 kExtHeaderSize[static_cast<std::size_t>(ExtHeader::kCnpReserved)]);

@@ -33,6 +33,10 @@ struct Bth {
   bool becn = false;          ///< RoCEv2: set in CNPs
   std::uint32_t dest_qp = 0;  ///< 24 bits
   bool ack_req = false;
+  /// uroce: the requester offers selective repeat (docs/transport.md). The
+  /// top bit of the 7 IBA reserves after AckReq; a receiver that does not
+  /// know it ignores it (Linux rxe reads only AckReq from that byte).
+  bool selective_repeat = false;
   Psn psn;
 
   static Bth parse(const std::uint8_t* p) {
@@ -47,6 +51,7 @@ struct Bth {
     b.becn = (p[4] & 0x40) != 0;
     b.dest_qp = load_be24(p + 5);
     b.ack_req = (p[8] & 0x80) != 0;
+    b.selective_repeat = (p[8] & 0x40) != 0;
     b.psn = Psn(load_be24(p + 9));
     return b;
   }
@@ -57,7 +62,7 @@ struct Bth {
     store_be16(p + 2, pkey);
     p[4] = static_cast<std::uint8_t>((fecn ? 0x80 : 0) | (becn ? 0x40 : 0));
     store_be24(p + 5, dest_qp);
-    p[8] = ack_req ? 0x80 : 0;
+    p[8] = static_cast<std::uint8_t>((ack_req ? 0x80 : 0) | (selective_repeat ? 0x40 : 0));
     store_be24(p + 9, psn.value());
   }
 };
@@ -120,6 +125,21 @@ struct AtomicAckEth {
   void write(std::uint8_t* p) const { store_be64(p, orig_remote_data); }
 };
 
+/// uroce's Selective Acknowledgement Extended Transport Header (4 bytes),
+/// after the AETH of a SELECTIVE_ACKNOWLEDGE: a block of `count` PSNs from
+/// `first` that the responder holds out of order. Laid out as the AETH:
+/// the count in the first byte, the PSN in the other three.
+struct SackEth {
+  std::uint8_t count = 0;  ///< 0: the packet is a cumulative ACK only
+  Psn first;
+
+  static SackEth parse(const std::uint8_t* p) { return {p[0], Psn(load_be24(p + 1))}; }
+  void write(std::uint8_t* p) const {
+    p[0] = count;
+    store_be24(p + 1, first.value());
+  }
+};
+
 /// Datagram Extended Transport Header (8 bytes).
 struct Deth {
   std::uint32_t qkey = 0;
@@ -145,6 +165,7 @@ struct ExtHeaders {
   AtomicAckEth atomic_ack_eth;
   std::uint32_t imm_data = 0;   ///< ImmDt, kept in wire (big-endian) order as verbs does
   std::uint32_t ieth_rkey = 0;  ///< IETH: the R_Key to invalidate
+  SackEth sack;
 
   /// Decodes the headers `info` lists from `bth`, the start of the BTH.
   static ExtHeaders parse(const OpcodeInfo& info, const std::uint8_t* bth);

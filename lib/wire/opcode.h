@@ -61,10 +61,24 @@ enum class Opcode : std::uint8_t {
   /// RoCEv2 Congestion Notification Packet (IBA Annex A17.9.2; ib_pack.h
   /// IB_OPCODE_CNP = 0x80 is the transport, the operation is 1).
   kCnp = 0x81,
+  /// uroce's selective acknowledgement, for selective repeat between two
+  /// uroce peers that both offer it (docs/transport.md). An opcode of the
+  /// range IBA 9.2 leaves to manufacturers (transport 111): no other
+  /// device is sent one, since only a requester that offers selective
+  /// repeat is answered with it.
+  kSelectiveAcknowledge = 0xE0,
 };
 
 /// Transport of an opcode: its top three bits.
-enum class Transport : std::uint8_t { kRc = 0, kUc = 1, kRd = 2, kUd = 3, kCnp = 4, kXrc = 5 };
+enum class Transport : std::uint8_t {
+  kRc = 0,
+  kUc = 1,
+  kRd = 2,
+  kUd = 3,
+  kCnp = 4,
+  kXrc = 5,
+  kManufacturer = 7,  ///< manufacturer-specific opcodes
+};
 
 constexpr Transport transport_of(std::uint8_t opcode) {
   return static_cast<Transport>(opcode >> 5);
@@ -80,7 +94,8 @@ constexpr std::uint8_t with_transport(Opcode rc, Transport t) {
 /// Extension headers, in the order they follow the BTH (IBA 9.2):
 /// RDETH, DETH, XRCETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH.
 /// uroce has no RD, so RDETH is absent. kCnpReserved is the 16 zero bytes
-/// of a CNP.
+/// of a CNP; kSackEth is uroce's own, after the AETH of a selective
+/// acknowledgement.
 enum class ExtHeader : std::uint8_t {
   kDeth,
   kXrcEth,  ///< XRC requests: the XRC SRQ the message is for (IBA A14.8.2)
@@ -91,6 +106,7 @@ enum class ExtHeader : std::uint8_t {
   kImmDt,
   kIeth,
   kCnpReserved,
+  kSackEth,  ///< the block of PSNs a selective acknowledgement reports
   kCount,
 };
 
@@ -99,7 +115,7 @@ inline constexpr std::size_t kIcrcSize = 4;
 
 /// Wire size of each extension header.
 inline constexpr std::array<std::uint8_t, static_cast<std::size_t>(ExtHeader::kCount)>
-    kExtHeaderSize = {8, 4, 16, 28, 4, 8, 4, 4, 16};
+    kExtHeaderSize = {8, 4, 16, 28, 4, 8, 4, 4, 16, 4};
 
 constexpr std::uint16_t ext_bit(ExtHeader h) {
   return static_cast<std::uint16_t>(1u << static_cast<unsigned>(h));
@@ -120,6 +136,7 @@ enum class Operation : std::uint8_t {
   kCompareSwap,
   kFetchAdd,
   kCnp,
+  kSelectiveAcknowledge,
 };
 
 /// One row of the opcode table.
@@ -147,7 +164,8 @@ struct OpcodeInfo {
   }
   constexpr bool is_response() const {
     return operation == Operation::kRdmaReadResponse || operation == Operation::kAcknowledge ||
-           operation == Operation::kAtomicAcknowledge;
+           operation == Operation::kAtomicAcknowledge ||
+           operation == Operation::kSelectiveAcknowledge;
   }
   constexpr bool is_atomic() const {
     return operation == Operation::kCompareSwap || operation == Operation::kFetchAdd;
@@ -268,21 +286,24 @@ constexpr std::array<std::string_view, 12> kXrcNames = {
     "XRC_RDMA_WRITE_FIRST", "XRC_RDMA_WRITE_MIDDLE",
     "XRC_RDMA_WRITE_LAST",  "XRC_RDMA_WRITE_LAST_WITH_IMMEDIATE",
     "XRC_RDMA_WRITE_ONLY",  "XRC_RDMA_WRITE_ONLY_WITH_IMMEDIATE"};
-constexpr std::array<std::string_view, 11> kXrcOtherNames = {
-    "XRC_RDMA_READ_REQUEST",       "XRC_RDMA_READ_RESPONSE_FIRST",
-    "XRC_RDMA_READ_RESPONSE_MIDDLE", "XRC_RDMA_READ_RESPONSE_LAST",
-    "XRC_RDMA_READ_RESPONSE_ONLY", "XRC_ACKNOWLEDGE",
-    "XRC_ATOMIC_ACKNOWLEDGE",      "XRC_CMP_SWAP",
-    "XRC_FETCH_ADD",               "XRC_SEND_LAST_INVAL",
-    "XRC_SEND_ONLY_INVAL"};
+constexpr std::array<std::string_view, 11> kXrcOtherNames = {"XRC_RDMA_READ_REQUEST",
+                                                             "XRC_RDMA_READ_RESPONSE_FIRST",
+                                                             "XRC_RDMA_READ_RESPONSE_MIDDLE",
+                                                             "XRC_RDMA_READ_RESPONSE_LAST",
+                                                             "XRC_RDMA_READ_RESPONSE_ONLY",
+                                                             "XRC_ACKNOWLEDGE",
+                                                             "XRC_ATOMIC_ACKNOWLEDGE",
+                                                             "XRC_CMP_SWAP",
+                                                             "XRC_FETCH_ADD",
+                                                             "XRC_SEND_LAST_INVAL",
+                                                             "XRC_SEND_ONLY_INVAL"};
 
 constexpr OpcodeInfo make_xrc_info(std::string_view name, OpcodeRow row) {
   row.opcode = static_cast<std::uint8_t>(0xA0 | row.opcode);
-  const bool request = row.operation == Operation::kSend ||
-                       row.operation == Operation::kRdmaWrite ||
-                       row.operation == Operation::kRdmaReadRequest ||
-                       row.operation == Operation::kCompareSwap ||
-                       row.operation == Operation::kFetchAdd;
+  const bool request =
+      row.operation == Operation::kSend || row.operation == Operation::kRdmaWrite ||
+      row.operation == Operation::kRdmaReadRequest || row.operation == Operation::kCompareSwap ||
+      row.operation == Operation::kFetchAdd;
   if (request) row.headers = static_cast<std::uint16_t>(row.headers | ext_bit(ExtHeader::kXrcEth));
   return make_info(name, row);
 }
@@ -300,6 +321,9 @@ constexpr std::array<OpcodeInfo, 256> make_opcode_table() {
     t[0xA0 | kOtherOps[i].opcode] = make_xrc_info(kXrcOtherNames[i], kOtherOps[i]);
   t[0x81] = make_info("CNP", {0x81, "CNP", Operation::kCnp, Position::kNone,
                               ext_bit(ExtHeader::kCnpReserved), false});
+  t[0xE0] = make_info("SELECTIVE_ACKNOWLEDGE",
+                      {0xE0, "SELECTIVE_ACKNOWLEDGE", Operation::kSelectiveAcknowledge,
+                       Position::kOnly, kAeth | ext_bit(ExtHeader::kSackEth), false});
   return t;
 }
 
@@ -323,6 +347,8 @@ static_assert(opcode_info(Opcode::kUcRdmaWriteFirst).offset_of(ExtHeader::kReth)
 static_assert(opcode_info(Opcode::kRcRdmaReadRequest).length == 28);
 static_assert(opcode_info(Opcode::kRcRdmaReadResponseMiddle).length == 12);
 static_assert(opcode_info(Opcode::kRcAcknowledge).length == 16);
+static_assert(opcode_info(Opcode::kSelectiveAcknowledge).length == 20);
+static_assert(opcode_info(Opcode::kSelectiveAcknowledge).offset_of(ExtHeader::kSackEth) == 16);
 static_assert(opcode_info(Opcode::kRcAtomicAcknowledge).length == 24);
 static_assert(opcode_info(Opcode::kRcAtomicAcknowledge).offset_of(ExtHeader::kAtomicAckEth) == 16);
 static_assert(opcode_info(Opcode::kRcCompareSwap).length == 40);
@@ -334,7 +360,8 @@ static_assert(!opcode_info(0x15).valid() && !opcode_info(0x2C).valid() &&
               !opcode_info(0x60).valid() && !opcode_info(0x80).valid());
 static_assert(transport_of(0x64) == Transport::kUd && transport_of(0x81) == Transport::kCnp);
 // XRC (IBA A14.8.1): the XRCETH follows the BTH in requests only.
-static_assert(opcode_info(0xA4).length == 16 && opcode_info(0xA4).offset_of(ExtHeader::kXrcEth) == 12);
+static_assert(opcode_info(0xA4).length == 16 &&
+              opcode_info(0xA4).offset_of(ExtHeader::kXrcEth) == 12);
 static_assert(opcode_info(0xAB).length == 12 + 4 + 16 + 4 &&
               opcode_info(0xAB).offset_of(ExtHeader::kReth) == 16);
 static_assert(opcode_info(0xB3).length == 12 + 4 + 28);

@@ -30,15 +30,17 @@ TEST(Bth, EveryFieldRoundTripsAndLandsOnItsBits) {
   b.becn = true;
   b.dest_qp = 0xABCDEF;
   b.ack_req = true;
+  b.selective_repeat = true;
   b.psn = Psn(0xFFFFFF);
   std::uint8_t buf[kBthSize];
   b.write(buf);
   const std::uint8_t expect[kBthSize] = {0x0B, 0xF0, 0x7F, 0xFF, 0xC0, 0xAB,
-                                         0xCD, 0xEF, 0x80, 0xFF, 0xFF, 0xFF};
+                                         0xCD, 0xEF, 0xC0, 0xFF, 0xFF, 0xFF};
   EXPECT_EQ(0, std::memcmp(buf, expect, kBthSize));
   const Bth back = Bth::parse(buf);
   EXPECT_EQ(back.opcode, b.opcode);
-  EXPECT_TRUE(back.se && back.mig_req && back.fecn && back.becn && back.ack_req);
+  EXPECT_TRUE(back.se && back.mig_req && back.fecn && back.becn && back.ack_req &&
+              back.selective_repeat);
   EXPECT_EQ(back.pad_count, 3);
   EXPECT_EQ(back.tver, 0);
   EXPECT_EQ(back.pkey, 0x7FFF);
@@ -48,6 +50,14 @@ TEST(Bth, EveryFieldRoundTripsAndLandsOnItsBits) {
 
 TEST(ExtHeaders, EachHeaderRoundTrips) {
   std::uint8_t buf[32];
+  SackEth{0xFF, Psn(0xABCDEF)}.write(buf);
+  EXPECT_EQ(buf[0], 0xFF);
+  EXPECT_EQ(buf[1], 0xAB);
+  EXPECT_EQ(buf[3], 0xEF);
+  const SackEth s = SackEth::parse(buf);
+  EXPECT_EQ(s.count, 0xFF);
+  EXPECT_EQ(s.first, Psn(0xABCDEF));
+
   Reth{0x0123456789ABCDEF, 0xDEADBEEF, 0x80000000}.write(buf);
   const Reth r = Reth::parse(buf);
   EXPECT_EQ(r.va, 0x0123456789ABCDEFu);
@@ -323,19 +333,29 @@ INSTANTIATE_TEST_SUITE_P(Routes, EveryOpcode,
                          });
 
 TEST(Opcode, TableAgreesWithTheSpecForEveryKnownOpcode) {
-  // 23 RC + 12 UC + 2 UD + CNP + 23 XRC.
-  EXPECT_EQ(test::all_opcodes().size(), 61u);
+  // 23 RC + 12 UC + 2 UD + CNP + 23 XRC + uroce's SELECTIVE_ACKNOWLEDGE.
+  EXPECT_EQ(test::all_opcodes().size(), 62u);
   for (std::uint8_t op : test::all_opcodes()) {
     const OpcodeInfo& i = opcode_info(op);
     SCOPED_TRACE(std::string(i.name));
     const Transport t = transport_of(op);
     EXPECT_TRUE(t == Transport::kRc || t == Transport::kUc || t == Transport::kUd ||
-                t == Transport::kCnp || t == Transport::kXrc);
-    EXPECT_EQ(i.name.substr(0, 3), t == Transport::kRc   ? "RC_"
-                                   : t == Transport::kUc ? "UC_"
-                                   : t == Transport::kUd ? "UD_"
+                t == Transport::kCnp || t == Transport::kXrc || t == Transport::kManufacturer);
+    if (t == Transport::kManufacturer) {
+      // uroce's one: an acknowledgement with an AETH and a SACKETH.
+      EXPECT_EQ(op, static_cast<std::uint8_t>(Opcode::kSelectiveAcknowledge));
+      EXPECT_EQ(i.name, "SELECTIVE_ACKNOWLEDGE");
+      EXPECT_TRUE(i.is_response());
+      EXPECT_EQ(i.offset_of(ExtHeader::kAeth), kBthSize);
+      EXPECT_EQ(i.offset_of(ExtHeader::kSackEth), kBthSize + 4);
+      EXPECT_EQ(i.length, kBthSize + 8);
+      continue;
+    }
+    EXPECT_EQ(i.name.substr(0, 3), t == Transport::kRc    ? "RC_"
+                                   : t == Transport::kUc  ? "UC_"
+                                   : t == Transport::kUd  ? "UD_"
                                    : t == Transport::kXrc ? "XRC"
-                                                         : "CNP");
+                                                          : "CNP");
     // An XRC request names its SRQ in an XRCETH right after the BTH, and
     // is otherwise RC's request (IBA A14.8.2).
     if (t == Transport::kXrc && i.is_request()) {

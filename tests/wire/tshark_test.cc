@@ -47,6 +47,8 @@ std::vector<Expect> roce_expects(const RoceRoute& route, const test::SamplePacke
       {"infiniband.bth.p_key", s.bth.pkey},
       {"infiniband.bth.destqp", s.bth.dest_qp},
       {"infiniband.bth.a", s.bth.ack_req},
+      // uroce's selective-repeat offer: the top bit of the seven after A.
+      {"infiniband.bth.reserved7", s.bth.selective_repeat ? 0x40u : 0u},
       {"infiniband.bth.psn", s.bth.psn.value()},
       {"udp.srcport", route.udp_sport},
       {"udp.dstport", kRoceV2Port},
@@ -56,9 +58,13 @@ std::vector<Expect> roce_expects(const RoceRoute& route, const test::SamplePacke
   // not know the CNP opcode and shows its last 20 bytes as vendor data
   // instead; nor the XRC opcodes (0xA0-0xB7), of which it decodes the BTH
   // alone: their XRCETH and the headers after it are checked by lib/wire's
-  // parser and the independent ICRC check, not here.
-  const bool known_to_tshark = transport_of(s.bth.opcode) != Transport::kXrc;
-  if (info.operation != Operation::kCnp && known_to_tshark) {
+  // parser and the independent ICRC check, not here. uroce's own
+  // SELECTIVE_ACKNOWLEDGE (0xE0), a manufacturer's opcode, it shows as a
+  // BTH and vendor data, as a CNP.
+  const bool known_to_tshark = transport_of(s.bth.opcode) != Transport::kXrc &&
+                               transport_of(s.bth.opcode) != Transport::kManufacturer;
+  if (info.operation != Operation::kCnp && info.operation != Operation::kSelectiveAcknowledge &&
+      known_to_tshark) {
     e.push_back({"infiniband.invariant.crc",
                  __builtin_bswap32(icrc_load(frame.data() + frame.size() - 4))});
   }
@@ -109,6 +115,8 @@ std::vector<Case> build_cases() {
       // Give AETHs each kind of syndrome in turn.
       const std::uint8_t kinds[] = {0x1F, 0x60, 0x62, 0x2E, 0x05};
       s.ext.aeth.syndrome = AethSyndrome::decode(kinds[op % 5]);
+      // Half the RC requests offer selective repeat.
+      s.bth.selective_repeat = opcode_info(op).is_request() && (op & 1) != 0;
       Case c;
       c.frame = test::build_frame(route, s);
       c.what = std::string(opcode_info(op).name) + (route.ipv6() ? " ipv6" : " ipv4") +
