@@ -29,6 +29,7 @@ void Qp::progress(Nanos now) {
   comp_.retry_pending = false;
   comp_.rto_deadline = 0;
   if (comp_.psn.before(req_.ack_req_end)) arm_retransmit(now);
+  if (sr_.peer) sr_progress();
 }
 
 bool Qp::complete_acked(Psn psn, bool inclusive, Nanos now) {
@@ -70,6 +71,19 @@ void Qp::fail_head(WcStatus status) {
   enter_error();
 }
 
+void Qp::restart(Psn from, RetryCause cause) {
+  // A responder that keeps what it receives out of order needs only what
+  // it does not hold, and lost READ and ATOMIC answers asked for again: a
+  // recovery over everything unacknowledged, not go-back-N. A NAK still
+  // goes back: the responder dropped the request it names (RNR) or keeps
+  // nothing.
+  if (sr_.peer && (cause == RetryCause::kTimeout || cause == RetryCause::kImpliedNak)) {
+    sr_begin(req_.psn, /*probe=*/cause == RetryCause::kTimeout, /*reask=*/true);
+  } else {
+    go_back_n(from);
+  }
+}
+
 void Qp::retry(Psn from, RetryCause cause, Nanos now) {
   // One retry sequence at a time (rxe's started_retry): responses and NAKs
   // still in flight from before the restart would otherwise restart it
@@ -84,7 +98,7 @@ void Qp::retry(Psn from, RetryCause cause, Nanos now) {
     // retry_cnt on a few unlucky losses (seen at 10 % loss).
     if (cause == RetryCause::kImpliedNak && !comp_.rerequested) {
       comp_.rerequested = true;
-      go_back_n(from);
+      restart(from, cause);
     }
     return;
   }
@@ -99,7 +113,7 @@ void Qp::retry(Psn from, RetryCause cause, Nanos now) {
     }
     --budget;
   }
-  go_back_n(from);
+  restart(from, cause);
   comp_.rerequested = false;
   comp_.retry_pending = true;
   comp_.retry_psn = from;
@@ -109,6 +123,9 @@ void Qp::retry(Psn from, RetryCause cause, Nanos now) {
   // instead of waiting forever.
   comp_.rto_deadline = 0;
   if (state() != QpState::kRts && state() != QpState::kSqd) arm_retransmit(now);
+  // A recovery may find every PSN held and send nothing: the timer runs
+  // on regardless, or nothing would ever restart it.
+  if (sr_.round) arm_retransmit(now);
 }
 
 void Qp::on_read_response(const wire::RocePacket& pkt, SendWqe& wqe, Nanos now) {
@@ -222,11 +239,16 @@ void Qp::completer_receive(const wire::RocePacket& pkt, Nanos now) {
   if (!psn.before(req_.psn) || psn.before(comp_.psn - 1)) return;
 
   const wire::Operation op = pkt.info->operation;
+  if (op == wire::Operation::kSelectiveAcknowledge) {
+    on_selective_ack(pkt, now);
+    return;
+  }
   if (op == wire::Operation::kAcknowledge) {
     if (pkt.ext.aeth.syndrome.type != AethType::kAck) {
       on_nak(pkt, now);
       return;
     }
+    if (sr_.peer) sr_acked_to(psn + 1);
     if (complete_acked(psn, /*inclusive=*/true, now)) progress(now);
     return;
   }

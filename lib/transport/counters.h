@@ -33,6 +33,12 @@ enum class Counter : std::uint8_t {
   kDroppedInvalid,      ///< packets dropped for QP-level checks (state, P_Key, Q_Key, ...)
   kEcnMarkedPkts,       ///< CE-marked packets received (np_ecn_marked_roce_packets)
   kXrcSrqErr,           ///< XRC target: requests naming no SRQ of its domain, NAKed
+  // Selective repeat (uroce's own; docs/transport.md).
+  kSrOooKept,         ///< responder: requests ahead of the expected PSN kept, not dropped
+  kSrSackSent,        ///< responder: selective acknowledgements sent
+  kSrSackRcvd,        ///< requester: selective acknowledgements received
+  kSrRecoveryRounds,  ///< requester: recoveries begun (each resends every hole once)
+  kSrRetransmitted,   ///< requester: packets resent because a SACK showed them lost
   kCount,
 };
 
@@ -79,6 +85,16 @@ constexpr std::string_view name(Counter c) {
       return "np_ecn_marked_roce_packets";
     case Counter::kXrcSrqErr:
       return "xrc_srq_err";
+    case Counter::kSrOooKept:
+      return "sr_ooo_kept";
+    case Counter::kSrSackSent:
+      return "sr_sack_sent";
+    case Counter::kSrSackRcvd:
+      return "sr_sack_rcvd";
+    case Counter::kSrRecoveryRounds:
+      return "sr_recovery_rounds";
+    case Counter::kSrRetransmitted:
+      return "sr_retransmitted";
     case Counter::kCount:
       break;
   }

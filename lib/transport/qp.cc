@@ -89,6 +89,7 @@ Qp::Qp(const QpInit& init)
       max_send_sge_(std::min(init.max_send_sge, kMaxSge)),
       max_inline_(std::min(init.max_inline_data, kMaxInlineData)),
       port_mtu_(init.port_mtu),
+      selective_repeat_(init.selective_repeat && init.type == QpType::kRc),
       send_cq_(init.send_cq),
       recv_cq_(init.recv_cq),
       rq_(init.srq ? init.srq : &own_rq_),
@@ -218,7 +219,7 @@ int Qp::modify(const QpAttr& a, unsigned mask, Nanos /*now*/) {
     jobs_.assign(2 * attr_.max_dest_rd_atomic + 4, RespJob{});
     jobs_head_ = jobs_count_ = 0;
   } else if (from == QpState::kRtr && to == QpState::kRts) {
-    req_.psn = comp_.psn = req_.ack_req_end = Psn(attr_.sq_psn);
+    req_.psn = comp_.psn = req_.ack_req_end = sr_.base = Psn(attr_.sq_psn);
   }
   if (mask & kRetryCnt) comp_.retry_cnt = attr_.retry_cnt;
   if (mask & kRnrRetry) comp_.rnr_retry = attr_.rnr_retry;
@@ -255,6 +256,8 @@ void Qp::reset_state() {
   res_.clear();
   jobs_.clear();
   jobs_head_ = jobs_count_ = 0;
+  sr_ = {};
+  sr_clear_kept();
   attr_ = QpAttr{};
 }
 
@@ -403,6 +406,7 @@ void Qp::flush() {
   for (; head != tail; ++head) (void)retire_head(WcStatus::kWrFlushErr);
   req_.wqe = head;
   jobs_count_ = 0;
+  sr_clear_kept();
   // An XRC target's WQE in progress goes back flushed to its SRQ's CQ,
   // unless that SRQ is gone.
   if (resp_.recv_taken && (xrc_ == nullptr || bind_xrc_srq(resp_.xrc_srqn)))
@@ -427,8 +431,12 @@ void Qp::receive(const wire::RocePacket& pkt, Nanos now) {
                                 : (s == QpState::kRts || s == QpState::kSqd);
   // An XRC initiator takes only responses, a target only requests.
   const bool side_ok = request ? type_ != QpType::kXrcIni : type_ != QpType::kXrcTgt;
-  if (!state_ok || !side_ok || wire::transport_of(pkt.bth.opcode) != wire_transport() ||
-      !pkey_match(pkt.bth.pkey, attr_.pkey) ||
+  // A selective acknowledgement answers only a QP that offered selective
+  // repeat; its opcode is of no transport of the QP's.
+  const bool transport_ok =
+      wire::transport_of(pkt.bth.opcode) == wire_transport() ||
+      (info.operation == wire::Operation::kSelectiveAcknowledge && selective_repeat_);
+  if (!state_ok || !side_ok || !transport_ok || !pkey_match(pkt.bth.pkey, attr_.pkey) ||
       (type_ != QpType::kUd && pkt.src_ip != attr_.route.dst_ip)) {
     counters_.inc(Counter::kDroppedInvalid);
     return;
@@ -481,6 +489,12 @@ bool Qp::has_work(Nanos now) const {
   // (responder_send_one), even when the NAK used the last of a turn.
   if (jobs_count_ > 0 || resp_.fatal) return true;
   if (s != QpState::kRts && s != QpState::kSqd) return false;
+  // A recovery with PSNs left to resend (sr_resend_one may find every one
+  // of them held by the responder since, and send nothing).
+  if (sr_.round && sr_.next.before(sr_.end) && sr_.next.before(req_.psn) &&
+      (comp_.rnr_until == 0 || now >= comp_.rnr_until) &&
+      (req_.gate_retry_at == 0 || now >= req_.gate_retry_at))
+    return true;
   if (req_.wqe == sq_tail()) return false;
   // SQD finishes (and resends) what it has begun, and begins nothing.
   if (s == QpState::kSqd && !sq_[req_.wqe & sq_mask_].started) return false;
@@ -504,10 +518,12 @@ bool Qp::has_work(Nanos now) const {
 }
 
 std::size_t Qp::state_bytes() const {
+  std::size_t kept_bytes = sr_kept_.capacity() * sizeof(KeptRequest);
+  for (const KeptRequest& k : sr_kept_) kept_bytes += k.frame.capacity();
   return sizeof(Qp) + sq_.capacity() * sizeof(SendWqe) + sq_sges_.capacity() * sizeof(Sge) +
          sq_inline_.capacity() + sq_routes_.capacity() * sizeof(wire::RouteTemplate) +
          own_rq_.capacity_bytes() + res_.capacity() * sizeof(RespResource) +
-         jobs_.capacity() * sizeof(RespJob);
+         jobs_.capacity() * sizeof(RespJob) + kept_bytes;
 }
 
 Qp::Progress Qp::progress_state() const {

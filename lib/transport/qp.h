@@ -14,6 +14,7 @@
 // whose name does not start with post_ belongs to the engine thread.
 // Time is a parameter (Nanos) everywhere: the QP has no clock.
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <optional>
@@ -80,6 +81,10 @@ struct QpInit {
   /// UD: the largest message (IBA C10-93.1.1), the port's active MTU;
   /// UD has no path MTU attribute of its own.
   wire::Mtu port_mtu = wire::Mtu::k1024;
+  /// Offer selective repeat (RC only; selective_repeat.cc): a peer that
+  /// offers it too keeps what it receives out of order and says what it
+  /// holds; any other peer gets go-back-N.
+  bool selective_repeat = false;
   EventSink* events = nullptr;               ///< optional: asynchronous events
   TxGate* gate = nullptr;                    ///< optional
   CongestionObserver* congestion = nullptr;  ///< optional
@@ -204,14 +209,24 @@ class Qp {
   };
 
   // What the responder sends, in PSN order: ACKs and NAKs, read response
-  // streams, atomic acknowledgements.
+  // streams, atomic acknowledgements, selective acknowledgements.
   struct RespJob {
-    enum class Kind : std::uint8_t { kAck, kRead, kAtomicAck } kind = Kind::kAck;
+    enum class Kind : std::uint8_t { kAck, kRead, kAtomicAck, kSack } kind = Kind::kAck;
     wire::Psn psn;    ///< ACK/NAK PSN, or the next read response PSN
     wire::Psn start;  ///< READ: the PSN this response stream began at
     wire::AethSyndrome syndrome;
     std::uint32_t msn = 0;
     std::uint32_t res = 0;  ///< responder resource index
+    /// A job that holds a responder resource (a response stream).
+    bool holds_resource() const { return kind == Kind::kRead || kind == Kind::kAtomicAck; }
+  };
+
+  // A request the responder received ahead of the expected PSN and keeps
+  // (selective repeat): its frame, and the packet parsed from it.
+  struct KeptRequest {
+    bool full = false;
+    std::vector<std::uint8_t> frame;
+    wire::RocePacket pkt;  ///< spans into `frame`
   };
 
   static bool is_rd_atomic(WrOpcode op) {
@@ -271,7 +286,10 @@ class Qp {
   // requester.cc
   bool requester_send_one(TxSink& sink, Nanos now);
   bool execute_local_ops();
-  bool build_request(SendWqe& wqe, TxPacket& pkt, std::uint32_t& len, bool& last);
+  /// The packet of `wqe` at `psn`, `offset` bytes into its message (for a
+  /// READ, the bytes already received).
+  bool build_request(SendWqe& wqe, wire::Psn psn, std::uint32_t offset, TxPacket& pkt,
+                     std::uint32_t& len, bool& last);
   bool gather(const SendWqe& wqe, std::uint32_t offset, std::uint32_t len, TxPacket& pkt);
   void go_back_n(wire::Psn psn);
   void arm_retransmit(Nanos now);
@@ -284,9 +302,38 @@ class Qp {
   void on_nak(const wire::RocePacket& pkt, Nanos now);
   enum class RetryCause : std::uint8_t { kTimeout, kNak, kImpliedNak, kRnr };
   void retry(wire::Psn from, RetryCause cause, Nanos now);
+  /// Sends again from `from`: go-back-N, or a recovery (selective repeat).
+  void restart(wire::Psn from, RetryCause cause);
   void progress(Nanos now);
   void complete_local_done();
   void fail_head(WcStatus status);
+
+  // selective_repeat.cc
+  enum class Resend : std::uint8_t { kNone, kSent, kBlocked };
+  Resend sr_resend_one(TxSink& sink, Nanos now);
+  void sr_slide();
+  bool sr_sacked(wire::Psn psn) const;
+  /// Opens a recovery over [comp_.psn, end). A `probe` resends comp_.psn
+  /// even if the responder holds it; `reask` asks again for what a READ
+  /// part answered still misses.
+  void sr_begin(wire::Psn end, bool probe, bool reask);
+  /// The responder acknowledged everything before `to`; true if that is
+  /// more than it had.
+  bool sr_acked_to(wire::Psn to);
+  /// comp_.psn moved on: the SACK marks and acked_to follow.
+  void sr_progress();
+  void on_selective_ack(const wire::RocePacket& pkt, Nanos now);
+  void sr_keep(const wire::RocePacket& pkt);
+  void sr_forget(wire::Psn psn);
+  void sr_drain(Nanos now);
+  void sr_clear_kept();
+  wire::SackEth sr_block(wire::Psn psn) const;
+  wire::Psn sr_cumulative() const;
+  void queue_sack(wire::Psn psn);
+  KeptRequest& kept_at(wire::Psn psn) { return sr_kept_[psn.value() % kMaxUnackedPsns]; }
+  const KeptRequest& kept_at(wire::Psn psn) const {
+    return sr_kept_[psn.value() % kMaxUnackedPsns];
+  }
 
   // responder.cc
   /// XRC target: points the receive queue, the receive CQ and the memory
@@ -322,6 +369,7 @@ class Qp {
   const std::uint32_t max_send_sge_;
   const std::uint32_t max_inline_;
   const wire::Mtu port_mtu_;
+  const bool selective_repeat_;
   Cq* const send_cq_;
   // The receive side: the QP's own, or an XRC target's current SRQ's
   // (bind_xrc_srq moves them, on the engine thread, per request).
@@ -414,6 +462,29 @@ class Qp {
   bool last_tx_was_response_ = false;
   std::uint32_t jobs_head_ = 0;
   std::uint32_t jobs_count_ = 0;
+
+  // Selective repeat, the requester's side: what the responder holds,
+  // and the recovery under way.
+  struct {
+    bool peer = false;  ///< the responder sent a SACK: it keeps what comes out of order
+    /// Bit psn % kMaxUnackedPsns: the responder holds that PSN. Valid from
+    /// `base` (sr_slide moves it up to comp_.psn, clearing behind it).
+    std::array<std::uint64_t, kMaxUnackedPsns / 64> sacked{};
+    wire::Psn base;
+    bool round = false;  ///< a recovery is open
+    /// Everything before it executed, as the responder's latest ACK or SACK
+    /// said (ahead of comp_.psn while a READ or ATOMIC misses its answer).
+    wire::Psn acked_to;
+    bool reask = false;  ///< it asks again for what a READ part answered misses
+    bool probe = false;  ///< it resends comp_.psn, held or not (after a timeout)
+    wire::Psn next;      ///< the next PSN it may resend
+    wire::Psn end;       ///< one past the last PSN it resends
+    wire::Psn mark;      ///< req_.psn when it began
+  } sr_;
+  // The responder's side: requests kept out of order, at slot
+  // psn % kMaxUnackedPsns; allocated the first time one comes.
+  std::vector<KeptRequest> sr_kept_;
+  std::uint32_t sr_kept_count_ = 0;
 };
 
 }  // namespace uroce::transport

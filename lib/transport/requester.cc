@@ -73,7 +73,8 @@ bool Qp::gather(const SendWqe& wqe, std::uint32_t offset, std::uint32_t len, TxP
   return len == 0;
 }
 
-bool Qp::build_request(SendWqe& wqe, TxPacket& pkt, std::uint32_t& len, bool& last) {
+bool Qp::build_request(SendWqe& wqe, Psn psn, std::uint32_t offset, TxPacket& pkt,
+                       std::uint32_t& len, bool& last) {
   const SendWrFields& wr = wqe.wr;
   pkt.route = type_ == QpType::kUd ? &ud_route_of(wqe) : &route_template_;
   pkt.bth = wire::Bth{};
@@ -83,7 +84,8 @@ bool Qp::build_request(SendWqe& wqe, TxPacket& pkt, std::uint32_t& len, bool& la
   // the WR names: every QP attached to the group is its destination.
   if (type_ == QpType::kUd && wire::is_multicast(ud_route_of(wqe).dst_ip()))
     pkt.bth.dest_qp = wire::kMulticastQpn;
-  pkt.bth.psn = req_.psn;
+  pkt.bth.psn = psn;
+  pkt.bth.selective_repeat = selective_repeat_;
   pkt.payload_segs = 0;
   pkt.payload_len = 0;
   wire::ExtHeaders& ext = pkt.ext;
@@ -92,7 +94,7 @@ bool Qp::build_request(SendWqe& wqe, TxPacket& pkt, std::uint32_t& len, bool& la
     case WrOpcode::kRdmaRead: {
       // A restarted READ asks only for what is still missing: from the
       // first response PSN not received (never from the message start).
-      const std::uint32_t done = req_.offset;
+      const std::uint32_t done = offset;
       pkt.bth.opcode = wire::with_transport(Opcode::kRcRdmaReadRequest, wire_transport());
       ext.xrc_srqn = wr.xrc_remote_srqn;
       ext.reth = {wr.remote_addr + done, wr.rkey, wqe.length - done};
@@ -118,9 +120,9 @@ bool Qp::build_request(SendWqe& wqe, TxPacket& pkt, std::uint32_t& len, bool& la
       break;
   }
 
-  const bool first = req_.offset == 0;
-  len = std::min(mtu(), wqe.length - req_.offset);
-  last = req_.offset + len == wqe.length;
+  const bool first = offset == 0;
+  len = std::min(mtu(), wqe.length - offset);
+  last = offset + len == wqe.length;
   pkt.bth.opcode = send_write_opcode(wire_transport(), wr.opcode, first, last);
   const wire::OpcodeInfo& info = wire::opcode_info(pkt.bth.opcode);
   if (info.has(wire::ExtHeader::kXrcEth)) ext.xrc_srqn = wr.xrc_remote_srqn;
@@ -136,7 +138,7 @@ bool Qp::build_request(SendWqe& wqe, TxPacket& pkt, std::uint32_t& len, bool& la
   // AckReq on the last packet of a message and every so often inside a
   // long one; UC and UD are never acknowledged.
   pkt.bth.ack_req = reliable() && (last || req_.since_ack_req + 1 >= kAckReqEveryPackets);
-  return gather(wqe, req_.offset, len, pkt);
+  return gather(wqe, offset, len, pkt);
 }
 
 bool Qp::execute_local_ops() {
@@ -165,10 +167,21 @@ bool Qp::execute_local_ops() {
 bool Qp::requester_send_one(TxSink& sink, Nanos now) {
   const QpState s = state();
   if (s != QpState::kRts && s != QpState::kSqd) return false;
-  // SQD finishes (and resends) the messages begun, and begins nothing.
-  if (s == QpState::kSqd && (req_.wqe == sq_tail() || !sq_at(req_.wqe).started)) return false;
   if (comp_.rnr_until != 0 && now < comp_.rnr_until) return false;
   if (req_.gate_retry_at != 0 && now < req_.gate_retry_at) return false;
+  // Selective repeat: what a SACK showed lost goes before anything new.
+  if (sr_.round) {
+    switch (sr_resend_one(sink, now)) {
+      case Resend::kSent:
+        return true;
+      case Resend::kBlocked:
+        return false;
+      case Resend::kNone:
+        break;
+    }
+  }
+  // SQD finishes (and resends) the messages begun, and begins nothing.
+  if (s == QpState::kSqd && (req_.wqe == sq_tail() || !sq_at(req_.wqe).started)) return false;
   if (!execute_local_ops()) return false;
   if (reliable() && static_cast<std::uint32_t>(req_.psn - comp_.psn) >= kMaxUnackedPsns)
     return false;
@@ -196,7 +209,7 @@ bool Qp::requester_send_one(TxSink& sink, Nanos now) {
   TxPacket pkt;
   std::uint32_t len = 0;
   bool last = false;
-  if (!build_request(wqe, pkt, len, last)) {
+  if (!build_request(wqe, req_.psn, req_.offset, pkt, len, last)) {
     // The gather list names memory the QP may not read.
     fail_head(WcStatus::kLocProtErr);
     return false;
@@ -269,6 +282,8 @@ void Qp::go_back_n(Psn psn) {
     req_.since_ack_req = 0;
     // What was asked to be acknowledged from here on is asked again.
     req_.ack_req_end = psn;
+    // Everything from here goes again: a recovery has nothing left to add.
+    sr_.next = sr_.end;
     counters_.inc(Counter::kCompleterRetryErr);
     return;
   }

@@ -62,9 +62,10 @@ bool Qp::drop_jobs_after(Psn psn, Psn* earliest) {
   bool dropped = false;
   for (std::uint32_t k = 0; k < jobs_count_; ++k) {
     const RespJob job = jobs_[(jobs_head_ + k) % jobs_.size()];
-    const bool response = job.kind != RespJob::Kind::kAck;
+    const bool response = job.holds_resource();
     const Psn at = response ? res_[job.res].first_psn : job.psn;
-    const bool obsolete = at.after(psn) && (response || job.syndrome.type == wire::AethType::kAck);
+    const bool obsolete = at.after(psn) && (response || job.kind == RespJob::Kind::kSack ||
+                                            job.syndrome.type == wire::AethType::kAck);
     if (!obsolete) {
       jobs_[(jobs_head_ + kept++) % jobs_.size()] = job;
       continue;
@@ -534,9 +535,15 @@ void Qp::responder_receive(const wire::RocePacket& pkt, Nanos now) {
   }
   const std::int32_t diff = pkt.bth.psn - resp_.epsn;
   if (diff > 0) {
+    counters_.inc(Counter::kOutOfSeqRequest);
+    // A requester that offers selective repeat resends only what is
+    // missing: keep the packet, and say what is held.
+    if (selective_repeat_ && pkt.bth.selective_repeat) {
+      sr_keep(pkt);
+      return;
+    }
     // Out of sequence: one NAK per gap, then silence until the expected
     // PSN arrives (IBA 9.7.5.1.3).
-    counters_.inc(Counter::kOutOfSeqRequest);
     if (!resp_.nak_sent) {
       resp_.nak_sent = true;
       queue_nak(resp_.epsn, AethSyndrome::nak(NakCode::kPsnSequenceError));
@@ -548,7 +555,14 @@ void Qp::responder_receive(const wire::RocePacket& pkt, Nanos now) {
     responder_duplicate(pkt, now);
     return;
   }
+  if (sr_kept_count_ == 0) {
+    responder_execute(pkt, now);
+    return;
+  }
+  // The expected PSN, with later ones kept: they follow it.
+  sr_forget(pkt.bth.psn);
   responder_execute(pkt, now);
+  sr_drain(now);
 }
 
 bool Qp::responder_send_one(TxSink& sink, Nanos /*now*/) {
@@ -571,6 +585,13 @@ bool Qp::responder_send_one(TxSink& sink, Nanos /*now*/) {
     case RespJob::Kind::kAck:
       pkt.bth.opcode = wire::with_transport(Opcode::kRcAcknowledge, transport);
       pkt.ext.aeth = {job.syndrome, job.msn};
+      break;
+    case RespJob::Kind::kSack:
+      // What the responder holds when the SACK leaves, not when queued.
+      pkt.bth.opcode = static_cast<std::uint8_t>(Opcode::kSelectiveAcknowledge);
+      pkt.bth.psn = sr_cumulative();
+      pkt.ext.aeth = {AethSyndrome::ack(), resp_.msn};
+      pkt.ext.sack = sr_block(job.psn);
       break;
     case RespJob::Kind::kAtomicAck: {
       const RespResource& r = res_[job.res];
@@ -614,8 +635,9 @@ bool Qp::responder_send_one(TxSink& sink, Nanos /*now*/) {
   }
   if (!sink.transmit(pkt)) return false;
   counters_.inc(Counter::kSentPkts);
+  if (job.kind == RespJob::Kind::kSack) counters_.inc(Counter::kSrSackSent);
   if (done) {
-    if (job.kind != RespJob::Kind::kAck) --res_[job.res].busy;
+    if (job.holds_resource()) --res_[job.res].busy;
     jobs_head_ = (jobs_head_ + 1) % static_cast<std::uint32_t>(jobs_.size());
     --jobs_count_;
   } else {

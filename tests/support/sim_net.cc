@@ -40,6 +40,7 @@ Qp& SimHost::create_qp(QpType type, std::uint32_t depth, transport::XrcDomain* x
   init.recv_cq = &recv_cq_;
   init.memory = &memory_;
   init.xrc = xrc;
+  init.selective_repeat = selective_repeat_;
   qps_.push_back(std::make_unique<Qp>(init));
   by_qpn_[init.qpn] = qps_.back().get();
   return *qps_.back();
@@ -133,7 +134,8 @@ void SimNet::connect(Qp& a, SimHost& ha, Qp& b, SimHost& hb, const QpAttr& param
     at.qp_state = QpState::kRts;
     at.sq_psn = sq_psn;
     if (q.modify(at,
-                 kState | kSqPsn | (requests ? kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic : 0) |
+                 kState | kSqPsn |
+                     (requests ? kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic : 0) |
                      (q.type() == QpType::kXrcTgt ? kTimeout : 0),
                  now_) != 0)
       throw std::logic_error("RTS refused");

@@ -88,6 +88,8 @@ class SimHost : public transport::TxSink {
   /// An XRC target takes its SRQs, CQs and memory from `xrc`.
   transport::Qp& create_qp(transport::QpType type, std::uint32_t depth = 256,
                            transport::XrcDomain* xrc = nullptr);
+  /// QPs created from now on offer selective repeat (QpInit's).
+  void set_selective_repeat(bool on) { selective_repeat_ = on; }
   transport::Cq& send_cq() { return send_cq_; }
   transport::Cq& recv_cq() { return recv_cq_; }
   const wire::IpAddr& ip() const { return ip_; }
@@ -110,6 +112,7 @@ class SimHost : public transport::TxSink {
   std::size_t rr_ = 0;  ///< round-robin position over QPs
   Nanos link_free_ = 0;
   std::uint16_t ip_id_ = 0;
+  bool selective_repeat_ = false;
   std::vector<std::uint8_t> frame_buf_;
 };
 

@@ -64,9 +64,10 @@ class QpTest : public ::testing::Test {
 
   void SetUp() override { make_qp(QpType::kRc); }
 
-  void make_qp(QpType type, std::uint8_t max_dest_rd_atomic = 4) {
+  void make_qp(QpType type, std::uint8_t max_dest_rd_atomic = 4, bool selective_repeat = false) {
     QpInit init;
     init.type = type;
+    init.selective_repeat = selective_repeat;
     init.qpn = kQpn;
     init.max_send_wr = 16;
     init.max_recv_wr = 16;
@@ -114,6 +115,7 @@ class QpTest : public ::testing::Test {
     bth.dest_qp = kQpn;
     bth.psn = Psn(psn);
     bth.ack_req = ack_req;
+    bth.selective_repeat = peer_offers_sr_;
     frames_.emplace_back(wire::roce_frame_length(peer_, wire::opcode_info(op), payload.size()));
     auto& f = frames_.back();
     ASSERT_EQ(wire::build_roce_frame(f, peer_, bth, ext, payload, 1), f.size());
@@ -167,6 +169,7 @@ class QpTest : public ::testing::Test {
   wire::RoceRoute us_;
   wire::RoceRoute peer_;
   std::deque<std::vector<std::uint8_t>> frames_;
+  bool peer_offers_sr_ = false;  ///< the peer's requests offer selective repeat
 };
 
 inline std::vector<std::uint8_t> bytes(std::size_t n, std::uint8_t seed = 1) {

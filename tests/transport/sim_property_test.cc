@@ -213,7 +213,9 @@ struct Coverage {
   std::uint64_t seeds = 0, frames = 0, dropped = 0, duplicated = 0, reordered = 0, corrupted = 0,
                 retransmits = 0, timeouts = 0, seq_naks = 0, duplicates_seen = 0,
                 out_of_retries = 0;  ///< seeds where a QP ran out of retries
-  std::uint64_t by_route[4] = {};    ///< seeds per kind of route (route_kind)
+  // Selective repeat: requests kept out of order, SACKs sent, PSNs resent.
+  std::uint64_t sr_kept = 0, sr_sacks = 0, sr_resent = 0;
+  std::uint64_t by_route[4] = {};  ///< seeds per kind of route (route_kind)
   std::uint64_t ipv6_frames = 0, tagged_frames = 0;
 };
 
@@ -223,11 +225,16 @@ test::SimRoutes route_kind(std::uint64_t seed) {
   return {.ipv6 = (seed & 1) != 0, .vlan = (seed & 2) != 0};
 }
 
-void run_seed(std::uint64_t seed, const FaultModel& faults, Coverage& cov) {
+// Which hosts offer selective repeat.
+enum class Sr : std::uint8_t { kNone, kBoth, kOneSide };
+
+void run_seed(std::uint64_t seed, const FaultModel& faults, Sr sr, Coverage& cov) {
   SimNet net(seed, 10'000'000'000, route_kind(seed));
   std::mt19937_64 rng(seed * 7919 + 1);
   SimHost& a = net.add_host(1024);
   SimHost& b = net.add_host(1024);
+  a.set_selective_repeat(sr != Sr::kNone);
+  b.set_selective_repeat(sr == Sr::kBoth);
   net.set_faults_all(faults);
 
   QpAttr params;
@@ -350,6 +357,9 @@ void run_seed(std::uint64_t seed, const FaultModel& faults, Coverage& cov) {
     cov.timeouts += c.get(Counter::kLocalAckTimeoutErr);
     cov.seq_naks += c.get(Counter::kRcvdSeqErr);
     cov.duplicates_seen += f->dst->counters().get(Counter::kDuplicateRequest);
+    cov.sr_kept += f->dst->counters().get(Counter::kSrOooKept);
+    cov.sr_sacks += f->dst->counters().get(Counter::kSrSackSent);
+    cov.sr_resent += c.get(Counter::kSrRetransmitted);
   }
   EXPECT_EQ(nsend, expected_send);
   if (out_of_retries.empty()) {
@@ -373,6 +383,7 @@ void run_seed(std::uint64_t seed, const FaultModel& faults, Coverage& cov) {
 struct Level {
   const char* name;
   FaultModel faults;
+  Sr sr = Sr::kNone;
 };
 
 // How ctest and gtest name a level.
@@ -391,7 +402,7 @@ TEST_P(SimProperty, EveryMessageExactlyOnceInOrderIntact) {
   const long end = *only >= 0 ? *only + 1 : *seeds;
   for (long s = first; s < end; ++s) {
     SCOPED_TRACE("seed " + std::to_string(s));
-    run_seed(static_cast<std::uint64_t>(s) + 1, GetParam().faults, cov);
+    run_seed(static_cast<std::uint64_t>(s) + 1, GetParam().faults, GetParam().sr, cov);
     if (HasFailure()) break;
   }
   if (!HasFailure()) {
@@ -415,6 +426,12 @@ TEST_P(SimProperty, EveryMessageExactlyOnceInOrderIntact) {
       static_cast<unsigned long long>(cov.duplicates_seen));
   std::printf("[ coverage ] %s: %llu seeds with a QP out of retries\n", GetParam().name,
               static_cast<unsigned long long>(cov.out_of_retries));
+  std::printf(
+      "[ coverage ] %s: selective repeat: %llu requests kept out of order, %llu SACKs, %llu "
+      "packets resent selectively\n",
+      GetParam().name, static_cast<unsigned long long>(cov.sr_kept),
+      static_cast<unsigned long long>(cov.sr_sacks),
+      static_cast<unsigned long long>(cov.sr_resent));
   std::printf("[ coverage ] %s: seeds by route:", GetParam().name);
   for (int k = 0; k < 4; ++k)
     std::printf(" %s %llu", kRouteNames[k], static_cast<unsigned long long>(cov.by_route[k]));
@@ -428,9 +445,28 @@ TEST_P(SimProperty, EveryMessageExactlyOnceInOrderIntact) {
   }
   EXPECT_LE(cov.out_of_retries * 100, cov.seeds)
       << "QPs ran out of retries more than loss explains";
+  const Sr sr = GetParam().sr;
   if (GetParam().faults.drop > 0) {
     EXPECT_GT(cov.dropped, 0u);
-    EXPECT_GT(cov.retransmits, 0u) << "loss must have caused go-back-N";
+    if (sr == Sr::kBoth) {
+      EXPECT_GT(cov.sr_resent, 0u) << "loss must have caused selective resends";
+    } else {
+      EXPECT_GT(cov.retransmits, 0u) << "loss must have caused go-back-N";
+    }
+  }
+  if (sr == Sr::kBoth) {
+    // A responder that keeps what comes out of order never NAKs a gap.
+    EXPECT_EQ(cov.seq_naks, 0u);
+    if (GetParam().faults.drop > 0 || GetParam().faults.reorder > 0) {
+      EXPECT_GT(cov.sr_kept, 0u);
+      EXPECT_GT(cov.sr_sacks, 0u);
+    }
+  } else {
+    // Offered by one side alone, selective repeat is not used: the other
+    // side gets go-back-N, as a peer that never heard of it would.
+    EXPECT_EQ(cov.sr_kept, 0u);
+    EXPECT_EQ(cov.sr_sacks, 0u);
+    EXPECT_EQ(cov.sr_resent, 0u);
   }
 }
 
@@ -443,11 +479,18 @@ FaultModel faults(double drop, double dup, double reorder, double corrupt) {
   return f;
 }
 
-INSTANTIATE_TEST_SUITE_P(Loss, SimProperty,
-                         ::testing::Values(Level{"clean", faults(0, 0, 0, 0)},
-                                           Level{"loss1", faults(0.01, 0.01, 0.01, 0.002)},
-                                           Level{"loss10", faults(0.10, 0.02, 0.05, 0.01)}),
-                         [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(
+    Loss, SimProperty,
+    ::testing::Values(Level{"clean", faults(0, 0, 0, 0)},
+                      Level{"loss1", faults(0.01, 0.01, 0.01, 0.002)},
+                      Level{"loss10", faults(0.10, 0.02, 0.05, 0.01)},
+                      // Selective repeat on both hosts.
+                      Level{"sr_clean", faults(0, 0, 0, 0), Sr::kBoth},
+                      Level{"sr_loss1", faults(0.01, 0.01, 0.01, 0.002), Sr::kBoth},
+                      Level{"sr_loss10", faults(0.10, 0.02, 0.05, 0.01), Sr::kBoth},
+                      // Offered by one host only.
+                      Level{"sr_one_side_loss1", faults(0.01, 0.01, 0.01, 0.002), Sr::kOneSide}),
+    [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace uroce::transport

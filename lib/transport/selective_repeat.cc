@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// Selective repeat, after IRN (Mittal et al., SIGCOMM 2018): between two
+// peers that both offer it, a loss costs the lost packets, not everything
+// sent after them as go-back-N does.
+//
+// The requester offers it in every request (the BTH's selective_repeat
+// bit). A responder that offers it too keeps a request that comes ahead of
+// the expected PSN instead of dropping it, and answers with a SELECTIVE
+// ACKNOWLEDGE: a cumulative ACK (the BTH's PSN, as an ACK's) and the block
+// of PSNs around that request it now holds. Held requests execute in PSN
+// order once the gap before them is filled, so every IBA ordering rule
+// holds as it does under go-back-N; only what travels again changes.
+//
+// The requester marks what the responder holds. The path keeps order, so
+// a PSN before a held block that is neither acknowledged nor held was
+// lost: a recovery resends each such PSN once, ahead of new packets. A
+// block that reaches past what was sent when the recovery began shows
+// that a resend was lost as well, and a new recovery begins. Each
+// recovery spends one of retry_cnt, as a go-back-N restart does, and
+// forward progress gives the budget back. A local ACK timeout resends
+// every PSN the responder does not hold, and the oldest one unacknowledged
+// whether held or not: the responder may have executed everything and
+// its ACK been lost, and only a duplicate makes it acknowledge again.
+//
+// A peer that does not offer it (Linux rxe, a ConnectX) never sees a
+// SELECTIVE ACKNOWLEDGE, and its NAKs still take the requester back N.
+
+#include <algorithm>
+
+#include "transport/qp.h"
+
+namespace uroce::transport {
+
+using wire::Psn;
+
+namespace {
+
+constexpr std::uint32_t kSackBits = kMaxUnackedPsns;
+constexpr std::uint32_t kMaxBlock = 255;  ///< a SACKETH's count
+
+std::uint32_t bit_of(Psn psn) { return psn.value() % kSackBits; }
+
+}  // namespace
+
+// --- requester ------------------------------------------------------------
+
+bool Qp::sr_sacked(Psn psn) const {
+  const std::uint32_t i = bit_of(psn);
+  return (sr_.sacked[i / 64] >> (i % 64) & 1) != 0;
+}
+
+void Qp::sr_slide() {
+  // Bits below comp_.psn are of PSNs acknowledged: clear them, so that the
+  // PSNs kSackBits later, which share their bits, start unheld.
+  const std::int32_t n = comp_.psn - sr_.base;
+  if (n <= 0) return;
+  if (static_cast<std::uint32_t>(n) >= kSackBits) {
+    sr_.sacked.fill(0);
+  } else {
+    for (Psn p = sr_.base; p != comp_.psn; ++p) {
+      const std::uint32_t i = bit_of(p);
+      sr_.sacked[i / 64] &= ~(std::uint64_t{1} << (i % 64));
+    }
+  }
+  sr_.base = comp_.psn;
+}
+
+bool Qp::sr_acked_to(Psn to) {
+  if (!to.after(sr_.acked_to)) return false;
+  sr_.acked_to = to;
+  return true;
+}
+
+void Qp::sr_progress() {
+  sr_slide();
+  if (sr_.acked_to.before(comp_.psn)) sr_.acked_to = comp_.psn;
+}
+
+void Qp::sr_begin(Psn end, bool probe, bool reask) {
+  counters_.inc(Counter::kSrRecoveryRounds);
+  sr_.round = true;
+  sr_.probe = probe;
+  sr_.reask = reask;
+  sr_.next = comp_.psn;
+  sr_.end = end;
+  sr_.mark = req_.psn;
+}
+
+void Qp::on_selective_ack(const wire::RocePacket& pkt, Nanos now) {
+  counters_.inc(Counter::kSrSackRcvd);
+  if (!sr_.peer) {
+    sr_.peer = true;
+    sr_.base = sr_.acked_to = comp_.psn;
+  }
+  // Everything up to the BTH's PSN was executed, as an ACK says: the
+  // responder moved on, even if a READ before it still misses answers.
+  const bool moved = sr_acked_to(pkt.bth.psn + 1);
+  if (complete_acked(pkt.bth.psn, /*inclusive=*/true, now)) progress(now);
+  if (state() == QpState::kErr) return;
+  sr_slide();
+  const wire::SackEth& sack = pkt.ext.sack;
+  if (sack.count == 0) return;
+  Psn end = sack.first + sack.count;
+  if (end.after(req_.psn)) end = req_.psn;  // a block of PSNs never sent: ignored past them
+  for (Psn p = sack.first; p.before(end); ++p) {
+    if (p.before(comp_.psn)) continue;
+    const std::uint32_t i = bit_of(p);
+    sr_.sacked[i / 64] |= std::uint64_t{1} << (i % 64);
+  }
+  if (!end.after(comp_.psn)) return;
+  // A recovery is over once the cumulative ACK passes what had been sent
+  // when it began. A block reaching past that was sent after the
+  // recovery's resends: a PSN still missing before it was lost again.
+  // A recovery the responder made no progress in spends one of retry_cnt.
+  const bool over = !sr_.round || !comp_.psn.before(sr_.mark);
+  if (over || end.after(sr_.mark)) {
+    if (!moved) {
+      if (comp_.retry_cnt == 0) {
+        fail_head(WcStatus::kRetryExcErr);
+        return;
+      }
+      --comp_.retry_cnt;
+    }
+    sr_begin(end, /*probe=*/false, /*reask=*/false);
+  } else if (end.after(sr_.end)) {
+    sr_.end = end;  // more of the same loss: resent in this recovery
+  }
+}
+
+Qp::Resend Qp::sr_resend_one(TxSink& sink, Nanos now) {
+  if (!comp_.psn.before(sr_.mark)) {
+    sr_.round = false;  // everything sent before it began is acknowledged
+    return Resend::kNone;
+  }
+  // go_back_n may have taken the requester back since: what it sends
+  // again is not resent here too.
+  const Psn end = sr_.end.before(req_.psn) ? sr_.end : req_.psn;
+  if (!sr_.next.before(end)) return Resend::kNone;
+  sr_slide();
+  if (sr_.next.before(comp_.psn)) sr_.next = comp_.psn;
+  const std::uint64_t tail = sq_tail();
+  for (std::uint64_t i = sq_head_.load(std::memory_order_relaxed); i != tail; ++i) {
+    SendWqe& wqe = sq_at(i);
+    if (!wqe.started || !sr_.next.before(end) || !wqe.first_psn.before(end)) break;
+    if (wqe.last_psn.before(sr_.next)) continue;
+    Psn psn = wqe.first_psn.before(sr_.next) ? sr_.next : wqe.first_psn;
+    std::uint32_t offset = 0;
+    if (is_rd_atomic(wqe.wr.opcode)) {
+      // Only the request travels; its other PSNs are its responses'. Held
+      // or not, a request still unanswered goes again: the responder may
+      // have executed it and its answer been lost, and it answers a
+      // duplicate READ or ATOMIC again from its resources. A READ part
+      // answered asks for the rest (as go_back_n does) once its answers
+      // are known lost: after a timeout, an implied NAK, or an ACK of
+      // what follows it (its answers come first).
+      const bool part_answered = wqe.first_psn.before(comp_.psn);
+      const Psn from = part_answered ? comp_.psn : wqe.first_psn;
+      const bool lost = sr_.reask || sr_.acked_to.after(wqe.last_psn);
+      if (psn != from || (part_answered && !lost)) {
+        sr_.next = wqe.last_psn + 1;
+        continue;
+      }
+      offset = static_cast<std::uint32_t>(from - wqe.first_psn) * mtu();
+    } else {
+      const Psn stop = wqe.last_psn.before(end) ? wqe.last_psn + 1 : end;
+      // Held, or executed already (acknowledged past a READ still
+      // unanswered): not resent, but for a timeout's probe.
+      while (psn != stop && (sr_sacked(psn) || psn.before(sr_.acked_to)) &&
+             !(sr_.probe && psn == comp_.psn))
+        ++psn;
+      if (psn == stop) {
+        sr_.next = stop;
+        continue;
+      }
+      offset = static_cast<std::uint32_t>(psn - wqe.first_psn) * mtu();
+    }
+    TxPacket pkt;
+    std::uint32_t len = 0;
+    bool last = false;
+    if (!build_request(wqe, psn, offset, pkt, len, last)) {
+      fail_head(WcStatus::kLocProtErr);
+      return Resend::kBlocked;
+    }
+    // Asked to be acknowledged at once: the recovery ends on its answer.
+    pkt.bth.ack_req = true;
+    if (gate_) {
+      Nanos retry_at = 0;
+      if (!gate_->admit(len, now, &retry_at)) {
+        req_.gate_retry_at = std::max(retry_at, now + 1);
+        return Resend::kBlocked;
+      }
+    }
+    if (!sink.transmit(pkt)) return Resend::kBlocked;
+    counters_.inc(Counter::kSentPkts);
+    counters_.inc(Counter::kSrRetransmitted);
+    sr_.probe = false;
+    const Psn answered = is_rd_atomic(wqe.wr.opcode) ? wqe.last_psn + 1 : psn + 1;
+    sr_.next = answered;
+    if (req_.ack_req_end.before(answered)) req_.ack_req_end = answered;
+    arm_retransmit(now);
+    return Resend::kSent;
+  }
+  sr_.next = end;
+  return Resend::kNone;
+}
+
+// --- responder ------------------------------------------------------------
+
+void Qp::sr_clear_kept() {
+  for (KeptRequest& k : sr_kept_) k.full = false;
+  sr_kept_count_ = 0;
+}
+
+void Qp::sr_keep(const wire::RocePacket& pkt) {
+  const Psn psn = pkt.bth.psn;
+  // Beyond any requester's window: a PSN that cannot be ours yet.
+  if (static_cast<std::uint32_t>(psn - resp_.epsn) >= kMaxUnackedPsns) return;
+  if (sr_kept_.empty()) sr_kept_.resize(kMaxUnackedPsns);
+  KeptRequest& k = kept_at(psn);
+  if (k.full && k.pkt.bth.psn == psn) {
+    counters_.inc(Counter::kDuplicateRequest);
+  } else {
+    // A slot still full holds a PSN the expected one has passed (a READ's
+    // PSNs skipped over it): stale, replaced.
+    if (!k.full) ++sr_kept_count_;
+    k.frame.assign(pkt.frame.begin(), pkt.frame.end());
+    k.pkt = pkt;
+    k.pkt.frame = wire::ConstBytes(k.frame.data(), k.frame.size());
+    k.pkt.payload = wire::ConstBytes(k.frame.data() + (pkt.payload.data() - pkt.frame.data()),
+                                     pkt.payload.size());
+    k.full = true;
+    counters_.inc(Counter::kSrOooKept);
+  }
+  queue_sack(psn);
+}
+
+void Qp::sr_forget(Psn psn) {
+  KeptRequest& k = kept_at(psn);
+  if (!k.full) return;
+  k.full = false;
+  --sr_kept_count_;
+}
+
+void Qp::sr_drain(Nanos now) {
+  bool wrote = false;
+  Psn last_write;  // of the last SEND or WRITE executed
+  while (sr_kept_count_ > 0 && !resp_.fatal) {
+    KeptRequest& k = kept_at(resp_.epsn);
+    if (!k.full || k.pkt.bth.psn != resp_.epsn) break;
+    k.full = false;
+    --sr_kept_count_;
+    const Psn before = resp_.epsn;
+    responder_execute(k.pkt, now);
+    // Not executed (no receive WQE, no resource): the requester resends
+    // it, as it would under go-back-N.
+    if (resp_.epsn == before) break;
+    const wire::Operation op = k.pkt.info->operation;
+    if (op == wire::Operation::kSend || op == wire::Operation::kRdmaWrite) {
+      wrote = true;
+      last_write = before;
+    }
+  }
+  // Acknowledge what the kept requests added at once, AckReq or not: the
+  // requester's recovery waits on it. (READs and atomics answer for
+  // themselves, with their responses.)
+  if (wrote && !resp_.fatal) queue_ack(last_write, true);
+}
+
+wire::SackEth Qp::sr_block(Psn psn) const {
+  // The run of held PSNs around `psn`, or none if it is no longer held.
+  wire::SackEth block{0, resp_.epsn};
+  if (sr_kept_count_ == 0 || !psn.after(resp_.epsn)) return block;
+  auto held = [&](Psn p) {
+    const KeptRequest& k = kept_at(p);
+    return k.full && k.pkt.bth.psn == p;
+  };
+  if (!held(psn)) return block;
+  Psn first = psn;
+  constexpr auto kMax = static_cast<std::int32_t>(kMaxBlock);
+  while ((first - 1).after(resp_.epsn) && held(first - 1) && psn - (first - 1) < kMax)
+    first = first - 1;
+  Psn end = psn + 1;
+  while (end - first < kMax && end - resp_.epsn < static_cast<std::int32_t>(kMaxUnackedPsns) &&
+         held(end))
+    ++end;
+  block.first = first;
+  block.count = static_cast<std::uint8_t>(end - first);
+  return block;
+}
+
+Psn Qp::sr_cumulative() const {
+  // What a SACK leaving now acknowledges: everything executed, but not past
+  // a READ or ATOMIC whose answer is still queued behind it, which the
+  // requester would take as lost (an implied NAK).
+  for (std::uint32_t k = 1; k < jobs_count_; ++k) {
+    const RespJob& job = jobs_[(jobs_head_ + k) % jobs_.size()];
+    if (job.holds_resource()) return res_[job.res].first_psn - 1;
+  }
+  return resp_.epsn - 1;
+}
+
+void Qp::queue_sack(Psn psn) {
+  // One SACK waiting at a time: a newer request replaces the one it names,
+  // and the SACK reports the run around it when it leaves.
+  if (jobs_count_ > 0) {
+    RespJob& tail = jobs_[(jobs_head_ + jobs_count_ - 1) % jobs_.size()];
+    if (tail.kind == RespJob::Kind::kSack) {
+      tail.psn = psn;
+      return;
+    }
+  }
+  push_job({RespJob::Kind::kSack, psn, psn, wire::AethSyndrome::ack(), resp_.msn, 0});
+}
+
+}  // namespace uroce::transport

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// Selective repeat (selective_repeat.cc), one QP at a time: the responder
+// keeps what comes ahead of the expected PSN and says so, the requester
+// resends only what a SACK shows lost, and neither uses it with a peer
+// that does not offer it.
+
+#include <gtest/gtest.h>
+
+#include "qp_harness.h"
+#include "transport/limits.h"
+
+namespace uroce::transport::test_qp {
+namespace {
+
+class SelectiveRepeat : public QpTest {
+ protected:
+  void SetUp() override {
+    make_qp(QpType::kRc, 4, /*selective_repeat=*/true);
+    peer_offers_sr_ = true;
+  }
+
+  // A SACK from the peer: everything up to `acked` executed, `count` PSNs
+  // from `first` held.
+  void deliver_sack(std::uint32_t acked, std::uint32_t first, std::uint8_t count) {
+    wire::ExtHeaders ext;
+    ext.aeth = {AethSyndrome::ack(), 0};
+    ext.sack = {count, Psn(first)};
+    deliver(Opcode::kSelectiveAcknowledge, acked, ext);
+  }
+
+  std::uint64_t count(Counter c) const { return qp_->counters().get(c); }
+};
+
+TEST_F(SelectiveRepeat, ResponderKeepsWritesAheadOfAGapAndExecutesThemInOrder) {
+  std::vector<std::uint8_t> target(3 * 16);
+  const auto key = mem_.reg(target.data(), target.size(), kAll);
+  auto write = [&](std::uint32_t k) {
+    deliver(Opcode::kRcRdmaWriteOnly, kPeerPsn + k, reth(target.data() + 16 * k, key, 16),
+            bytes(16, static_cast<std::uint8_t>(16 * k)), /*ack_req=*/true);
+  };
+  write(1);  // PSN kPeerPsn lost
+  write(2);
+  EXPECT_EQ(target, std::vector<std::uint8_t>(48, 0)) << "nothing executes ahead of the gap";
+  ASSERT_EQ(drain().size(), 1u) << "one SACK for both";
+  Sent sack = pop();
+  EXPECT_EQ(sack.opcode(), Opcode::kSelectiveAcknowledge);
+  EXPECT_EQ(sack.bth.psn, Psn(kPeerPsn - 1)) << "nothing executed yet";
+  EXPECT_EQ(sack.ext.sack.first, Psn(kPeerPsn + 1));
+  EXPECT_EQ(sack.ext.sack.count, 2u);
+  EXPECT_EQ(count(Counter::kSrOooKept), 2u);
+  EXPECT_EQ(count(Counter::kPacketSeqErr), 0u) << "no NAK";
+
+  write(1);  // a resend of a kept PSN: a duplicate, and a SACK again
+  EXPECT_EQ(count(Counter::kSrOooKept), 2u);
+  ASSERT_EQ(drain().size(), 1u);
+  EXPECT_EQ(pop().opcode(), Opcode::kSelectiveAcknowledge);
+
+  write(0);  // the gap fills: all three execute, and one ACK covers them
+  EXPECT_EQ(target, bytes(48, 0));
+  ASSERT_EQ(drain().size(), 1u);
+  const Sent ack = pop();
+  EXPECT_EQ(ack.opcode(), Opcode::kRcAcknowledge);
+  EXPECT_EQ(ack.bth.psn, Psn(kPeerPsn + 2));
+  EXPECT_EQ(ack.ext.aeth.syndrome.type, wire::AethType::kAck);
+  EXPECT_EQ(qp_->progress_state().rq_psn, kPeerPsn + 3);
+}
+
+TEST_F(SelectiveRepeat, KeptSendsFillTheReceiveQueueInPsnOrder) {
+  std::vector<std::uint8_t> first(32), second(32);
+  post_recv(first, 1);
+  post_recv(second, 2);
+  deliver(Opcode::kRcSendOnly, kPeerPsn + 1, {}, bytes(8, 100), true);
+  EXPECT_TRUE(poll(rcq_).empty());
+  deliver(Opcode::kRcSendOnly, kPeerPsn, {}, bytes(8, 1), true);
+  const auto wc = poll(rcq_);
+  ASSERT_EQ(wc.size(), 2u);
+  EXPECT_EQ(wc[0].wr_id, 1u);
+  EXPECT_EQ(wc[1].wr_id, 2u);
+  EXPECT_EQ(std::vector<std::uint8_t>(first.begin(), first.begin() + 8), bytes(8, 1));
+  EXPECT_EQ(std::vector<std::uint8_t>(second.begin(), second.begin() + 8), bytes(8, 100));
+}
+
+TEST_F(SelectiveRepeat, ARequesterThatDoesNotOfferItGetsASequenceNak) {
+  peer_offers_sr_ = false;  // Linux rxe, a ConnectX in go-back-N
+  std::vector<std::uint8_t> buf(16);
+  post_recv(buf, 1);
+  deliver(Opcode::kRcSendOnly, kPeerPsn + 1, {}, bytes(8), true);
+  ASSERT_EQ(drain().size(), 1u);
+  const Sent nak = pop();
+  EXPECT_EQ(nak.opcode(), Opcode::kRcAcknowledge);
+  EXPECT_EQ(nak.ext.aeth.syndrome, AethSyndrome::nak(NakCode::kPsnSequenceError));
+  EXPECT_EQ(count(Counter::kSrOooKept), 0u);
+}
+
+TEST_F(SelectiveRepeat, AResponderThatDoesNotOfferItNaksAsBefore) {
+  make_qp(QpType::kRc);  // selective repeat off
+  std::vector<std::uint8_t> buf(16);
+  post_recv(buf, 1);
+  deliver(Opcode::kRcSendOnly, kPeerPsn + 1, {}, bytes(8), true);
+  ASSERT_EQ(drain().size(), 1u);
+  EXPECT_EQ(pop().ext.aeth.syndrome, AethSyndrome::nak(NakCode::kPsnSequenceError));
+  EXPECT_EQ(count(Counter::kSrOooKept), 0u);
+}
+
+TEST_F(SelectiveRepeat, RequestsOfferItOnlyWhenTheQpDoes) {
+  std::vector<std::uint8_t> buf(8);
+  ASSERT_EQ(qp_->post_send(send_wr(WrOpcode::kSend, buf, 1)), 0);
+  ASSERT_EQ(drain().size(), 1u);
+  EXPECT_TRUE(pop().bth.selective_repeat);
+  make_qp(QpType::kRc);
+  ASSERT_EQ(qp_->post_send(send_wr(WrOpcode::kSend, buf, 1)), 0);
+  ASSERT_EQ(drain().size(), 1u);
+  EXPECT_FALSE(pop().bth.selective_repeat);
+}
+
+TEST_F(SelectiveRepeat, RequesterResendsOnlyWhatTheSackShowsLost) {
+  // Five packets of 256 bytes; the second is lost, the rest arrive.
+  std::vector<std::uint8_t> buf = bytes(5 * 256, 3);
+  SendWr wr = send_wr(WrOpcode::kRdmaWrite, buf, 7);
+  wr.remote_addr = 0x1000;
+  wr.rkey = 0x42;
+  ASSERT_EQ(qp_->post_send(wr), 0);
+  ASSERT_EQ(drain().size(), 5u);
+  sink_.sent.clear();
+  deliver_sack(kOurPsn, kOurPsn + 2, 3);
+  ASSERT_EQ(drain().size(), 1u) << "only the lost packet goes again";
+  const Sent resent = pop();
+  EXPECT_EQ(resent.bth.psn, Psn(kOurPsn + 1));
+  EXPECT_EQ(resent.opcode(), Opcode::kRcRdmaWriteMiddle);
+  EXPECT_TRUE(resent.bth.ack_req) << "its answer ends the recovery";
+  EXPECT_EQ(resent.payload, std::vector<std::uint8_t>(buf.begin() + 256, buf.begin() + 512));
+  EXPECT_EQ(count(Counter::kSrRetransmitted), 1u);
+  EXPECT_EQ(count(Counter::kCompleterRetryErr), 0u) << "no go-back-N";
+  EXPECT_TRUE(poll(scq_).empty());
+
+  wire::ExtHeaders ack;
+  ack.aeth = {AethSyndrome::ack(), 1};
+  deliver(Opcode::kRcAcknowledge, kOurPsn + 4, ack);
+  const auto wc = poll(scq_);
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].wr_id, 7u);
+  EXPECT_EQ(wc[0].status, WcStatus::kSuccess);
+}
+
+TEST_F(SelectiveRepeat, ATimeoutResendsWhatIsNotHeldAndProbesTheOldest) {
+  std::vector<std::uint8_t> buf = bytes(4 * 256, 5);
+  SendWr wr = send_wr(WrOpcode::kRdmaWrite, buf, 8);
+  wr.remote_addr = 0x2000;
+  wr.rkey = 0x43;
+  ASSERT_EQ(qp_->post_send(wr), 0);
+  ASSERT_EQ(drain().size(), 4u);
+  sink_.sent.clear();
+  // The first two are lost; the peer holds the last two. The recovery
+  // resends the first two, and loses them again.
+  deliver_sack(kOurPsn - 1, kOurPsn + 2, 2);
+  ASSERT_EQ(drain().size(), 2u);
+  sink_.sent.clear();
+  // The local ACK timer expires: everything the peer does not hold goes
+  // again, and no more.
+  const Nanos later = qp_->next_deadline();
+  ASSERT_NE(later, 0u);
+  qp_->on_timer(later);
+  auto& sent = drain(later);
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_EQ(sent[0].bth.psn, Psn(kOurPsn));
+  EXPECT_EQ(sent[1].bth.psn, Psn(kOurPsn + 1));
+  EXPECT_EQ(count(Counter::kLocalAckTimeoutErr), 1u);
+  EXPECT_EQ(count(Counter::kCompleterRetryErr), 0u) << "no go-back-N";
+
+  // Now everything arrived but the ACK was lost: a timeout resends the
+  // oldest PSN alone, held or not, for the peer to acknowledge again.
+  sink_.sent.clear();
+  deliver_sack(kOurPsn + 1, kOurPsn + 2, 2);
+  drain(later);
+  sink_.sent.clear();
+  const Nanos again = qp_->next_deadline();
+  ASSERT_NE(again, 0u);
+  qp_->on_timer(again);
+  auto& probe = drain(again);
+  ASSERT_EQ(probe.size(), 1u);
+  EXPECT_EQ(probe[0].bth.psn, Psn(kOurPsn + 2));
+}
+
+TEST_F(SelectiveRepeat, ASackForAQpThatDidNotOfferItIsDropped) {
+  make_qp(QpType::kRc);
+  std::vector<std::uint8_t> buf(8);
+  ASSERT_EQ(qp_->post_send(send_wr(WrOpcode::kSend, buf, 1)), 0);
+  drain();
+  sink_.sent.clear();
+  deliver_sack(kOurPsn, kOurPsn, 1);
+  EXPECT_EQ(count(Counter::kDroppedInvalid), 1u);
+  EXPECT_TRUE(poll(scq_).empty()) << "not taken as an ACK";
+  EXPECT_TRUE(drain().empty());
+}
+
+}  // namespace
+}  // namespace uroce::transport::test_qp
