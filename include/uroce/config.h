@@ -31,10 +31,10 @@ struct DeviceConfig {
   /// net_af_packet on it, and the kernel keeps ARP, ND, ping and all but
   /// RoCE on it. Empty: a link of uroce's own.
   std::string netdev;
-  std::uint32_t mtu = 0;     ///< link MTU; 0 keeps the port's
-  bool hugepages = false;    ///< hugepage-backed memory (net_memif needs it)
-  std::uint8_t dscp = 26;    ///< DSCP of RoCE traffic
-  std::uint8_t pcp = 3;      ///< 802.1p priority of RoCE traffic (when tagged)
+  std::uint32_t mtu = 0;   ///< link MTU; 0 keeps the port's
+  bool hugepages = false;  ///< hugepage-backed memory (net_memif needs it)
+  std::uint8_t dscp = 26;  ///< DSCP of RoCE traffic
+  std::uint8_t pcp = 3;    ///< 802.1p priority of RoCE traffic (when tagged)
   /// Send RoCE frames with an 802.1Q priority tag (VID 0) carrying `pcp`;
   /// untagged frames carry their priority in the DSCP alone.
   bool priority_tag = false;
@@ -45,6 +45,9 @@ struct DeviceConfig {
   /// Send RoCE packets ECN-capable (ECT(0)), so that switches mark them
   /// CE instead of dropping as their queues grow.
   bool ecn = false;
+  /// Offer selective repeat on RC QPs (docs/transport.md): used with a
+  /// peer that offers it too; any other peer gets go-back-N.
+  bool selective_repeat = false;
   /// How long opening waits for the link to come up (a memif port is down
   /// until its peer connects); 0 does not wait.
   std::uint32_t link_wait_ms = 10000;

@@ -157,7 +157,7 @@ IpPrefix parse_prefix(const TomlReader& device, const std::string& text) {
 // config.h alone states the defaults.
 DeviceConfig read_device(const TomlReader& t, std::size_t index) {
   t.only({"name", "port", "ip", "netdev", "mtu", "hugepages", "dscp", "pcp", "priority_tag",
-          "vlan_id", "ecn", "link_wait_ms"});
+          "vlan_id", "ecn", "selective_repeat", "link_wait_ms"});
   DeviceConfig dev;
   dev.name = t.string("name").value_or("uroce" + std::to_string(index));
   // The name goes into the port's vdev string, the daemon's device list
@@ -207,6 +207,7 @@ DeviceConfig read_device(const TomlReader& t, std::size_t index) {
   dev.pcp = t.number("pcp", dev.pcp, 0, 7);
   dev.priority_tag = t.boolean("priority_tag", dev.priority_tag);
   dev.ecn = t.boolean("ecn", dev.ecn);
+  dev.selective_repeat = t.boolean("selective_repeat", dev.selective_repeat);
   dev.vlan_id = t.number("vlan_id", dev.vlan_id, 0, 4094);
   dev.link_wait_ms = t.number("link_wait_ms", dev.link_wait_ms, 0, 600000);
   return dev;

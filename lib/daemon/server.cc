@@ -235,6 +235,7 @@ std::string Server::devices_toml() const {
            "\npcp = " + std::to_string(dc.pcp) +
            "\npriority_tag = " + (dc.priority_tag ? "true" : "false") +
            "\nvlan_id = " + std::to_string(dc.vlan_id) + "\necn = " + (dc.ecn ? "true" : "false") +
+           "\nselective_repeat = " + (dc.selective_repeat ? "true" : "false") +
            "\nlink_wait_ms = 0\n";
   }
   return out;

@@ -115,6 +115,7 @@ int QueuePair::start(const QpCaps& caps, transport::QpInit init) {
   }
   init.events = ctx_.event_sink();
   init.port_mtu = dev_.port_attr().active_mtu;
+  init.selective_repeat = dev_.config().selective_repeat;
   cc_ = dev_.make_congestion(&qp_raw_);
   if (cc_ && caps.type != QpType::kUd) {
     // UD datagrams go to many peers: no per-QP rate for them.

@@ -22,6 +22,7 @@ TEST(Config, ReadsEveryKey) {
     pcp = 5
     priority_tag = true
     ecn = true
+    selective_repeat = true
 
     [eal]
     args = ["--log-level=debug"]
@@ -52,6 +53,7 @@ TEST(Config, ReadsEveryKey) {
   EXPECT_EQ(d.pcp, 5);
   EXPECT_TRUE(d.priority_tag);
   EXPECT_TRUE(d.ecn);
+  EXPECT_TRUE(d.selective_repeat);
   EXPECT_EQ(c.eal_args, std::vector<std::string>{"--log-level=debug"});
   EXPECT_EQ(c.eal_memory_mb, 1024u);
   EXPECT_EQ(c.log_level, "debug");
@@ -71,6 +73,7 @@ TEST(Config, FillsDefaults) {
   EXPECT_EQ(d.pcp, 3);
   EXPECT_FALSE(d.priority_tag);
   EXPECT_FALSE(d.ecn);
+  EXPECT_FALSE(d.selective_repeat);
   EXPECT_EQ(r.config->log_level, "warn");
   EXPECT_TRUE(parse("").config.has_value()) << "no file, no devices: valid";
 }

@@ -13,6 +13,7 @@
 //             [--pfc] [--pfc-watchdog-ms N] [--xoff-kb N] [--rx-rate MBPS]
 //             [--rx-buffer-kb N]
 //             [--priority-tag] [--vlan ID] [--ecn] [--timeout N]
+//             [--selective-repeat]
 //
 // --pfc: PFC on priority 3 (the traffic's DSCP 26); --rx-rate and
 // --rx-buffer-kb make this end a slow receiver (fault.rx_rate_mbps).
@@ -83,6 +84,8 @@ Options parse(int argc, char** argv) {
       e.vlan_id = static_cast<std::uint16_t>(std::stoul(next()));
     } else if (a == "--ecn") {
       e.ecn = true;
+    } else if (a == "--selective-repeat") {
+      e.selective_repeat = true;
     } else if (a == "--priority-tag") {
       e.priority_tag = true;
     } else if (a == "--pfc") {

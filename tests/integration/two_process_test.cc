@@ -175,6 +175,26 @@ TEST_F(Veth, BytesStayIntactThroughLossReorderingAndDuplication) {
   EXPECT_GT(b.stats["duplicate_request"] + b.stats["out_of_seq_request"], 0u);
 }
 
+// The same faults with selective repeat on both ends: the bytes arrive as
+// intact, and a loss is repaired by resending what was lost, never by a
+// sequence NAK and going back N.
+TEST_F(Veth, WithSelectiveRepeatLossIsRepairedByResendingOnlyWhatWasLost) {
+  const std::string faults =
+      "--selective-repeat --drop 0.01 --duplicate 0.005 --reorder 0.005 --corrupt 0.001";
+  auto [a, b] = run_pair(faults + " --seed 11", faults + " --seed 22");
+  ASSERT_TRUE(both_exited_zero(a, b));
+  EXPECT_GT(a.stats["fault_dropped"] + b.stats["fault_dropped"], 0u);
+  EXPECT_GT(b.stats["sr_ooo_kept"], 0u);
+  EXPECT_GT(b.stats["sr_sack_sent"], 0u);
+  EXPECT_GT(a.stats["sr_sack_rcvd"], 0u);
+  EXPECT_GT(a.stats["sr_retransmitted"], 0u) << "loss must have caused selective resends";
+  EXPECT_EQ(a.stats["rcvd_seq_err"], 0u) << "no sequence NAK to a requester that offers it";
+  EXPECT_EQ(b.stats["packet_seq_err"], 0u);
+  std::printf("selective repeat: %llu dropped, %llu resent, %llu go-back-N\n",
+              a.stats["fault_dropped"] + b.stats["fault_dropped"], a.stats["sr_retransmitted"],
+              a.stats["completer_retry_err"]);
+}
+
 TEST_F(Veth, APeerKilledMidTransferEndsInRetryExcErrNotAHang) {
   int sa = -1;
   std::thread ta([&] { sa = sh(peer_cmd("a", "--expect-peer-death")); });

@@ -57,6 +57,7 @@ Endpoint::Endpoint(const EndpointOptions& o) : o_(o) {
   dc.mtu = o.mtu;
   dc.priority_tag = o.priority_tag;
   dc.ecn = o.ecn;
+  dc.selective_repeat = o.selective_repeat;
   dc.vlan_id = o.vlan_id;
   Config c;
   c.eal_memory_mb = o.hugepages ? 256 : 512;

@@ -30,12 +30,13 @@ struct EndpointOptions {
   FaultSettings fault;
   PfcSettings pfc;
   bool hugepages = false;
-  bool priority_tag = false;  ///< RoCE frames carry an 802.1Q priority tag
-  bool ecn = false;           ///< RoCE packets leave ECN-capable
-  std::uint16_t vlan_id = 0;  ///< the device's VLAN, 0 for none
-  std::uint8_t timeout = 14;  ///< the RC QP's local ACK timeout (4.096 us << timeout)
-  bool srq = false;           ///< the RC QP takes its receives from a shared receive queue
-  std::uint32_t mtu = 0;      ///< link MTU; 0 keeps the port's
+  bool priority_tag = false;      ///< RoCE frames carry an 802.1Q priority tag
+  bool ecn = false;               ///< RoCE packets leave ECN-capable
+  bool selective_repeat = false;  ///< the device offers selective repeat
+  std::uint16_t vlan_id = 0;      ///< the device's VLAN, 0 for none
+  std::uint8_t timeout = 14;      ///< the RC QP's local ACK timeout (4.096 us << timeout)
+  bool srq = false;               ///< the RC QP takes its receives from a shared receive queue
+  std::uint32_t mtu = 0;          ///< link MTU; 0 keeps the port's
 };
 
 /// Prints the reason and exits the process with status 1.
