@@ -224,7 +224,6 @@ class Qp {
   // A request the responder received ahead of the expected PSN and keeps
   // (selective repeat): its frame, and the packet parsed from it.
   struct KeptRequest {
-    bool full = false;
     std::vector<std::uint8_t> frame;
     wire::RocePacket pkt;  ///< spans into `frame`
   };
@@ -324,12 +323,17 @@ class Qp {
   void sr_progress();
   void on_selective_ack(const wire::RocePacket& pkt, Nanos now);
   void sr_keep(const wire::RocePacket& pkt);
+  bool sr_holds(wire::Psn psn) const;
   void sr_forget(wire::Psn psn);
+  /// Executes the expected request `pkt`, then the kept ones it lets run.
+  void sr_execute_with_kept(const wire::RocePacket& pkt, Nanos now);
   void sr_drain(Nanos now);
   void sr_clear_kept();
-  wire::SackEth sr_block(wire::Psn psn) const;
+  /// Writes the SACKETH of a SACK acknowledging `acked` to `bytes`.
+  void sr_sack(wire::Psn acked, std::uint8_t* bytes) const;
+  void sr_forget_skipped(wire::Psn from);
   wire::Psn sr_cumulative() const;
-  void queue_sack(wire::Psn psn);
+  void queue_sack();
   KeptRequest& kept_at(wire::Psn psn) { return sr_kept_[psn.value() % kMaxUnackedPsns]; }
   const KeptRequest& kept_at(wire::Psn psn) const {
     return sr_kept_[psn.value() % kMaxUnackedPsns];
@@ -482,8 +486,10 @@ class Qp {
     wire::Psn mark;      ///< req_.psn when it began
   } sr_;
   // The responder's side: requests kept out of order, at slot
-  // psn % kMaxUnackedPsns; allocated the first time one comes.
+  // psn % kMaxUnackedPsns (allocated the first time one comes), and which
+  // slots hold one.
   std::vector<KeptRequest> sr_kept_;
+  std::array<std::uint64_t, kMaxUnackedPsns / 64> sr_held_{};
   std::uint32_t sr_kept_count_ = 0;
 };
 

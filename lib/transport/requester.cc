@@ -170,15 +170,9 @@ bool Qp::requester_send_one(TxSink& sink, Nanos now) {
   if (comp_.rnr_until != 0 && now < comp_.rnr_until) return false;
   if (req_.gate_retry_at != 0 && now < req_.gate_retry_at) return false;
   // Selective repeat: what a SACK showed lost goes before anything new.
-  if (sr_.round) {
-    switch (sr_resend_one(sink, now)) {
-      case Resend::kSent:
-        return true;
-      case Resend::kBlocked:
-        return false;
-      case Resend::kNone:
-        break;
-    }
+  if (sr_.round) [[unlikely]] {
+    const Resend r = sr_resend_one(sink, now);
+    if (r != Resend::kNone) return r == Resend::kSent;
   }
   // SQD finishes (and resends) the messages begun, and begins nothing.
   if (s == QpState::kSqd && (req_.wqe == sq_tail() || !sq_at(req_.wqe).started)) return false;

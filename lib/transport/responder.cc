@@ -93,6 +93,8 @@ void Qp::queue_ack(Psn psn, bool ack_req) {
       counters_.inc(Counter::kAckDeferred);
       return;
     }
+    // A SACK waiting acknowledges everything executed when it leaves.
+    if (tail.kind == RespJob::Kind::kSack) return;
   }
   push_job({RespJob::Kind::kAck, psn, psn, AethSyndrome::ack(), resp_.msn, 0});
 }
@@ -538,7 +540,10 @@ void Qp::responder_receive(const wire::RocePacket& pkt, Nanos now) {
     counters_.inc(Counter::kOutOfSeqRequest);
     // A requester that offers selective repeat resends only what is
     // missing: keep the packet, and say what is held.
-    if (selective_repeat_ && pkt.bth.selective_repeat) {
+    // (Up to a requester's window ahead: a request further on is not
+    // ours yet, and is NAKed as under go-back-N.)
+    if (selective_repeat_ && pkt.bth.selective_repeat &&
+        static_cast<std::uint32_t>(diff) < kMaxUnackedPsns) {
       sr_keep(pkt);
       return;
     }
@@ -555,14 +560,12 @@ void Qp::responder_receive(const wire::RocePacket& pkt, Nanos now) {
     responder_duplicate(pkt, now);
     return;
   }
-  if (sr_kept_count_ == 0) {
-    responder_execute(pkt, now);
+  // The expected PSN; with later ones kept, they follow it.
+  if (sr_kept_count_ != 0) [[unlikely]] {
+    sr_execute_with_kept(pkt, now);
     return;
   }
-  // The expected PSN, with later ones kept: they follow it.
-  sr_forget(pkt.bth.psn);
   responder_execute(pkt, now);
-  sr_drain(now);
 }
 
 bool Qp::responder_send_one(TxSink& sink, Nanos /*now*/) {
@@ -580,6 +583,7 @@ bool Qp::responder_send_one(TxSink& sink, Nanos /*now*/) {
   pkt.bth.pkey = attr_.pkey;
   pkt.bth.dest_qp = attr_.dest_qp_num;
   pkt.bth.psn = job.psn;
+  std::uint8_t sack[wire::SackEth::kSize];  // a SACK's, until the frame is built
   bool done = true;
   switch (job.kind) {
     case RespJob::Kind::kAck:
@@ -591,7 +595,8 @@ bool Qp::responder_send_one(TxSink& sink, Nanos /*now*/) {
       pkt.bth.opcode = static_cast<std::uint8_t>(Opcode::kSelectiveAcknowledge);
       pkt.bth.psn = sr_cumulative();
       pkt.ext.aeth = {AethSyndrome::ack(), resp_.msn};
-      pkt.ext.sack = sr_block(job.psn);
+      sr_sack(pkt.bth.psn, sack);
+      pkt.ext.sack.bytes = sack;
       break;
     case RespJob::Kind::kAtomicAck: {
       const RespResource& r = res_[job.res];

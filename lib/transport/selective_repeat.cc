@@ -6,16 +6,16 @@
 // The requester offers it in every request (the BTH's selective_repeat
 // bit). A responder that offers it too keeps a request that comes ahead of
 // the expected PSN instead of dropping it, and answers with a SELECTIVE
-// ACKNOWLEDGE: a cumulative ACK (the BTH's PSN, as an ACK's) and the block
-// of PSNs around that request it now holds. Held requests execute in PSN
+// ACKNOWLEDGE: a cumulative ACK (the BTH's PSN, as an ACK's) and a bitmap
+// of the 256 PSNs after it that it holds. Held requests execute in PSN
 // order once the gap before them is filled, so every IBA ordering rule
 // holds as it does under go-back-N; only what travels again changes.
 //
 // The requester marks what the responder holds. The path keeps order, so
-// a PSN before a held block that is neither acknowledged nor held was
-// lost: a recovery resends each such PSN once, ahead of new packets. A
-// block that reaches past what was sent when the recovery began shows
-// that a resend was lost as well, and a new recovery begins. Each
+// a PSN before the last one held that is neither acknowledged nor held
+// was lost: a recovery resends each such PSN once, ahead of new packets.
+// A PSN held past what was sent when the recovery began shows that a
+// resend was lost as well, and a new recovery begins. Each
 // recovery spends one of retry_cnt, as a go-back-N restart does, and
 // forward progress gives the budget back. A local ACK timeout resends
 // every PSN the responder does not hold, and the oldest one unacknowledged
@@ -26,6 +26,7 @@
 // SELECTIVE ACKNOWLEDGE, and its NAKs still take the requester back N.
 
 #include <algorithm>
+#include <bit>
 
 #include "transport/qp.h"
 
@@ -36,7 +37,7 @@ using wire::Psn;
 namespace {
 
 constexpr std::uint32_t kSackBits = kMaxUnackedPsns;
-constexpr std::uint32_t kMaxBlock = 255;  ///< a SACKETH's count
+static_assert(wire::SackEth::kBits == kMaxUnackedPsns, "a SACK covers a requester's window");
 
 std::uint32_t bit_of(Psn psn) { return psn.value() % kSackBits; }
 
@@ -45,6 +46,9 @@ std::uint32_t bit_of(Psn psn) { return psn.value() % kSackBits; }
 // --- requester ------------------------------------------------------------
 
 bool Qp::sr_sacked(Psn psn) const {
+  // A bit stands for one PSN of [base, base + kSackBits): a READ may put
+  // more PSNs than that outstanding.
+  if (static_cast<std::uint32_t>(psn - sr_.base) >= kSackBits) return false;
   const std::uint32_t i = bit_of(psn);
   return (sr_.sacked[i / 64] >> (i % 64) & 1) != 0;
 }
@@ -98,19 +102,25 @@ void Qp::on_selective_ack(const wire::RocePacket& pkt, Nanos now) {
   if (complete_acked(pkt.bth.psn, /*inclusive=*/true, now)) progress(now);
   if (state() == QpState::kErr) return;
   sr_slide();
+  // Mark what the responder holds; the last PSN held ends what the path,
+  // keeping order, shows lost.
   const wire::SackEth& sack = pkt.ext.sack;
-  if (sack.count == 0) return;
-  Psn end = sack.first + sack.count;
-  if (end.after(req_.psn)) end = req_.psn;  // a block of PSNs never sent: ignored past them
-  for (Psn p = sack.first; p.before(end); ++p) {
-    if (p.before(comp_.psn)) continue;
-    const std::uint32_t i = bit_of(p);
-    sr_.sacked[i / 64] |= std::uint64_t{1} << (i % 64);
+  const Psn first = pkt.bth.psn + 1;
+  Psn end = first;
+  for (std::uint32_t k = 0; sack.bytes != nullptr && k < wire::SackEth::kSize; ++k) {
+    // Bit 7 - j of byte k stands for PSN first + 8k + j.
+    for (unsigned m = sack.bytes[k]; m != 0; m &= m - 1) {
+      const Psn p = first + static_cast<std::int32_t>(k * 8 + 7 - std::countr_zero(m));
+      if (p.before(comp_.psn) || !p.before(req_.psn)) continue;  // acknowledged, or never sent
+      const std::uint32_t i = bit_of(p);
+      sr_.sacked[i / 64] |= std::uint64_t{1} << (i % 64);
+      if (!p.before(end)) end = p + 1;
+    }
   }
   if (!end.after(comp_.psn)) return;
   // A recovery is over once the cumulative ACK passes what had been sent
-  // when it began. A block reaching past that was sent after the
-  // recovery's resends: a PSN still missing before it was lost again.
+  // when it began. A PSN held past that was sent after the recovery's
+  // resends: a PSN still missing before it was lost again.
   // A recovery the responder made no progress in spends one of retry_cnt.
   const bool over = !sr_.round || !comp_.psn.before(sr_.mark);
   if (over || end.after(sr_.mark)) {
@@ -123,7 +133,10 @@ void Qp::on_selective_ack(const wire::RocePacket& pkt, Nanos now) {
     }
     sr_begin(end, /*probe=*/false, /*reask=*/false);
   } else if (end.after(sr_.end)) {
-    sr_.end = end;  // more of the same loss: resent in this recovery
+    // More of the same loss: resent in this recovery, which now ends
+    // only once what is sent from here is acknowledged too.
+    sr_.end = end;
+    sr_.mark = req_.psn;
   }
 }
 
@@ -153,10 +166,14 @@ Qp::Resend Qp::sr_resend_one(TxSink& sink, Nanos now) {
       // answered asks for the rest (as go_back_n does) once its answers
       // are known lost: after a timeout, an implied NAK, or an ACK of
       // what follows it (its answers come first).
+      // A request the responder holds, or executed with its answer still
+      // on the way, is not asked for again after a SACK: a duplicate would
+      // make the responder drop what it queued after it.
       const bool part_answered = wqe.first_psn.before(comp_.psn);
       const Psn from = part_answered ? comp_.psn : wqe.first_psn;
       const bool lost = sr_.reask || sr_.acked_to.after(wqe.last_psn);
-      if (psn != from || (part_answered && !lost)) {
+      const bool held = sr_sacked(wqe.first_psn) || wqe.first_psn.before(sr_.acked_to);
+      if (psn != from || (!lost && (part_answered || held))) {
         sr_.next = wqe.last_psn + 1;
         continue;
       }
@@ -207,54 +224,66 @@ Qp::Resend Qp::sr_resend_one(TxSink& sink, Nanos now) {
 // --- responder ------------------------------------------------------------
 
 void Qp::sr_clear_kept() {
-  for (KeptRequest& k : sr_kept_) k.full = false;
+  sr_held_.fill(0);
   sr_kept_count_ = 0;
+}
+
+bool Qp::sr_holds(Psn psn) const {
+  const std::uint32_t i = bit_of(psn);
+  return (sr_held_[i / 64] >> (i % 64) & 1) != 0 && kept_at(psn).pkt.bth.psn == psn;
+}
+
+void Qp::sr_forget(Psn psn) {
+  const std::uint32_t i = bit_of(psn);
+  const std::uint64_t bit = std::uint64_t{1} << (i % 64);
+  if ((sr_held_[i / 64] & bit) == 0) return;
+  sr_held_[i / 64] &= ~bit;
+  --sr_kept_count_;
 }
 
 void Qp::sr_keep(const wire::RocePacket& pkt) {
   const Psn psn = pkt.bth.psn;
-  // Beyond any requester's window: a PSN that cannot be ours yet.
-  if (static_cast<std::uint32_t>(psn - resp_.epsn) >= kMaxUnackedPsns) return;
   if (sr_kept_.empty()) sr_kept_.resize(kMaxUnackedPsns);
-  KeptRequest& k = kept_at(psn);
-  if (k.full && k.pkt.bth.psn == psn) {
+  if (sr_holds(psn)) {
     counters_.inc(Counter::kDuplicateRequest);
   } else {
-    // A slot still full holds a PSN the expected one has passed (a READ's
-    // PSNs skipped over it): stale, replaced.
-    if (!k.full) ++sr_kept_count_;
+    // A slot still marked holds a PSN the expected one has passed (a
+    // READ's PSNs skipped over it): stale, replaced.
+    sr_forget(psn);
+    KeptRequest& k = kept_at(psn);
     k.frame.assign(pkt.frame.begin(), pkt.frame.end());
     k.pkt = pkt;
     k.pkt.frame = wire::ConstBytes(k.frame.data(), k.frame.size());
     k.pkt.payload = wire::ConstBytes(k.frame.data() + (pkt.payload.data() - pkt.frame.data()),
                                      pkt.payload.size());
-    k.full = true;
+    const std::uint32_t i = bit_of(psn);
+    sr_held_[i / 64] |= std::uint64_t{1} << (i % 64);
+    ++sr_kept_count_;
     counters_.inc(Counter::kSrOooKept);
   }
-  queue_sack(psn);
+  queue_sack();
 }
 
-void Qp::sr_forget(Psn psn) {
-  KeptRequest& k = kept_at(psn);
-  if (!k.full) return;
-  k.full = false;
-  --sr_kept_count_;
+void Qp::sr_execute_with_kept(const wire::RocePacket& pkt, Nanos now) {
+  sr_forget(pkt.bth.psn);
+  responder_execute(pkt, now);
+  if (resp_.epsn.after(pkt.bth.psn + 1)) sr_forget_skipped(pkt.bth.psn + 1);
+  sr_drain(now);
 }
 
 void Qp::sr_drain(Nanos now) {
   bool wrote = false;
   Psn last_write;  // of the last SEND or WRITE executed
-  while (sr_kept_count_ > 0 && !resp_.fatal) {
-    KeptRequest& k = kept_at(resp_.epsn);
-    if (!k.full || k.pkt.bth.psn != resp_.epsn) break;
-    k.full = false;
-    --sr_kept_count_;
+  while (sr_kept_count_ > 0 && !resp_.fatal && sr_holds(resp_.epsn)) {
     const Psn before = resp_.epsn;
-    responder_execute(k.pkt, now);
+    sr_forget(before);
+    const wire::RocePacket& kept = kept_at(before).pkt;
+    responder_execute(kept, now);
     // Not executed (no receive WQE, no resource): the requester resends
     // it, as it would under go-back-N.
     if (resp_.epsn == before) break;
-    const wire::Operation op = k.pkt.info->operation;
+    sr_forget_skipped(before + 1);
+    const wire::Operation op = kept.info->operation;
     if (op == wire::Operation::kSend || op == wire::Operation::kRdmaWrite) {
       wrote = true;
       last_write = before;
@@ -266,26 +295,23 @@ void Qp::sr_drain(Nanos now) {
   if (wrote && !resp_.fatal) queue_ack(last_write, true);
 }
 
-wire::SackEth Qp::sr_block(Psn psn) const {
-  // The run of held PSNs around `psn`, or none if it is no longer held.
-  wire::SackEth block{0, resp_.epsn};
-  if (sr_kept_count_ == 0 || !psn.after(resp_.epsn)) return block;
-  auto held = [&](Psn p) {
-    const KeptRequest& k = kept_at(p);
-    return k.full && k.pkt.bth.psn == p;
-  };
-  if (!held(psn)) return block;
-  Psn first = psn;
-  constexpr auto kMax = static_cast<std::int32_t>(kMaxBlock);
-  while ((first - 1).after(resp_.epsn) && held(first - 1) && psn - (first - 1) < kMax)
-    first = first - 1;
-  Psn end = psn + 1;
-  while (end - first < kMax && end - resp_.epsn < static_cast<std::int32_t>(kMaxUnackedPsns) &&
-         held(end))
-    ++end;
-  block.first = first;
-  block.count = static_cast<std::uint8_t>(end - first);
-  return block;
+void Qp::sr_sack(Psn acked, std::uint8_t* bytes) const {
+  // Bit i: PSN acked + 1 + i is held, or was executed already (a SACK
+  // that may not acknowledge past a READ still answering covers less
+  // than the responder executed).
+  std::fill(bytes, bytes + wire::SackEth::kSize, std::uint8_t{0});
+  const Psn first = acked + 1;
+  constexpr auto kBits = static_cast<std::int32_t>(wire::SackEth::kBits);
+  for (Psn p = first; p.before(resp_.epsn) && p - first < kBits; ++p)
+    wire::SackEth::set(bytes, static_cast<unsigned>(p - first));
+  for (std::uint32_t w = 0; w < sr_held_.size(); ++w) {
+    for (std::uint64_t m = sr_held_[w]; m != 0; m &= m - 1) {
+      const auto slot = w * 64 + static_cast<std::uint32_t>(std::countr_zero(m));
+      const Psn p = sr_kept_[slot].pkt.bth.psn;
+      const std::int32_t i = p - first;
+      if (i >= 0 && i < kBits && sr_holds(p)) wire::SackEth::set(bytes, static_cast<unsigned>(i));
+    }
+  }
 }
 
 Psn Qp::sr_cumulative() const {
@@ -294,22 +320,31 @@ Psn Qp::sr_cumulative() const {
   // requester would take as lost (an implied NAK).
   for (std::uint32_t k = 1; k < jobs_count_; ++k) {
     const RespJob& job = jobs_[(jobs_head_ + k) % jobs_.size()];
-    if (job.holds_resource()) return res_[job.res].first_psn - 1;
+    if (job.holds_resource()) return job.start - 1;  // where its stream (re)starts
   }
   return resp_.epsn - 1;
 }
 
-void Qp::queue_sack(Psn psn) {
-  // One SACK waiting at a time: a newer request replaces the one it names,
-  // and the SACK reports the run around it when it leaves.
+void Qp::queue_sack() {
+  // One SACK waiting at a time: it says what is held, and acknowledges
+  // what was executed, when it leaves; so it also stands for a plain ACK
+  // waiting before it (queue_ack does not queue one behind it either).
   if (jobs_count_ > 0) {
     RespJob& tail = jobs_[(jobs_head_ + jobs_count_ - 1) % jobs_.size()];
-    if (tail.kind == RespJob::Kind::kSack) {
-      tail.psn = psn;
+    if (tail.kind == RespJob::Kind::kSack) return;
+    if (tail.kind == RespJob::Kind::kAck && tail.syndrome.type == wire::AethType::kAck) {
+      tail.kind = RespJob::Kind::kSack;
       return;
     }
   }
-  push_job({RespJob::Kind::kSack, psn, psn, wire::AethSyndrome::ack(), resp_.msn, 0});
+  push_job({RespJob::Kind::kSack, resp_.epsn, resp_.epsn, wire::AethSyndrome::ack(), resp_.msn, 0});
+}
+
+void Qp::sr_forget_skipped(Psn from) {
+  // A READ took the expected PSN past PSNs no request may have: what a
+  // broken peer put there is stale, and must not run once PSNs wrap.
+  for (Psn p = from; p.before(resp_.epsn) && p - from < static_cast<std::int32_t>(kSackBits); ++p)
+    sr_forget(p);
 }
 
 }  // namespace uroce::transport

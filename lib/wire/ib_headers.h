@@ -5,6 +5,7 @@
 // Base Transport Header and the extension headers (IBA 9.2-9.3). Each is a plain struct with
 // parse() from and write() to wire bytes; sizes and offsets come from the opcode table.
 
+#include <array>
 #include <cstdint>
 
 #include "wire/aeth_syndrome.h"
@@ -125,18 +126,27 @@ struct AtomicAckEth {
   void write(std::uint8_t* p) const { store_be64(p, orig_remote_data); }
 };
 
-/// uroce's Selective Acknowledgement Extended Transport Header (4 bytes),
-/// after the AETH of a SELECTIVE_ACKNOWLEDGE: a block of `count` PSNs from
-/// `first` that the responder holds out of order. Laid out as the AETH:
-/// the count in the first byte, the PSN in the other three.
+/// uroce's Selective Acknowledgement Extended Transport Header (32 bytes),
+/// after the AETH of a SELECTIVE_ACKNOWLEDGE: which of the 256 PSNs after
+/// the BTH's the responder holds. Bit i stands for PSN (BTH PSN + 1 + i):
+/// bit 7 - i % 8 of byte i / 8, the first PSN first.
+///
+/// A view of the 32 bytes (in the frame a packet was parsed from, or in
+/// the sender's buffer until the frame is built), so that the headers of
+/// every other packet do not carry them.
 struct SackEth {
-  std::uint8_t count = 0;  ///< 0: the packet is a cumulative ACK only
-  Psn first;
+  static constexpr unsigned kBits = 256;
+  static constexpr std::size_t kSize = kBits / 8;
+  const std::uint8_t* bytes = nullptr;  ///< kSize bytes; null reads as all clear
 
-  static SackEth parse(const std::uint8_t* p) { return {p[0], Psn(load_be24(p + 1))}; }
+  bool test(unsigned i) const { return bytes && (bytes[i / 8] >> (7 - i % 8) & 1) != 0; }
+  static void set(std::uint8_t* buf, unsigned i) {
+    buf[i / 8] = static_cast<std::uint8_t>(buf[i / 8] | 0x80u >> (i % 8));
+  }
+
+  static SackEth parse(const std::uint8_t* p) { return {p}; }
   void write(std::uint8_t* p) const {
-    p[0] = count;
-    store_be24(p + 1, first.value());
+    for (std::size_t k = 0; k < kSize; ++k) p[k] = bytes ? bytes[k] : 0;
   }
 };
 

@@ -106,7 +106,7 @@ enum class ExtHeader : std::uint8_t {
   kImmDt,
   kIeth,
   kCnpReserved,
-  kSackEth,  ///< the block of PSNs a selective acknowledgement reports
+  kSackEth,  ///< the PSNs a selective acknowledgement says are held
   kCount,
 };
 
@@ -115,7 +115,7 @@ inline constexpr std::size_t kIcrcSize = 4;
 
 /// Wire size of each extension header.
 inline constexpr std::array<std::uint8_t, static_cast<std::size_t>(ExtHeader::kCount)>
-    kExtHeaderSize = {8, 4, 16, 28, 4, 8, 4, 4, 16, 4};
+    kExtHeaderSize = {8, 4, 16, 28, 4, 8, 4, 4, 16, 32};
 
 constexpr std::uint16_t ext_bit(ExtHeader h) {
   return static_cast<std::uint16_t>(1u << static_cast<unsigned>(h));
@@ -347,7 +347,7 @@ static_assert(opcode_info(Opcode::kUcRdmaWriteFirst).offset_of(ExtHeader::kReth)
 static_assert(opcode_info(Opcode::kRcRdmaReadRequest).length == 28);
 static_assert(opcode_info(Opcode::kRcRdmaReadResponseMiddle).length == 12);
 static_assert(opcode_info(Opcode::kRcAcknowledge).length == 16);
-static_assert(opcode_info(Opcode::kSelectiveAcknowledge).length == 20);
+static_assert(opcode_info(Opcode::kSelectiveAcknowledge).length == 48);
 static_assert(opcode_info(Opcode::kSelectiveAcknowledge).offset_of(ExtHeader::kSackEth) == 16);
 static_assert(opcode_info(Opcode::kRcAtomicAcknowledge).length == 24);
 static_assert(opcode_info(Opcode::kRcAtomicAcknowledge).offset_of(ExtHeader::kAtomicAckEth) == 16);

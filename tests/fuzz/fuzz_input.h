@@ -8,6 +8,7 @@
 // encoding of a RoCEv2 packet's fields (opcode, PSN, keys, addresses,
 // payload) that both the engine and the transport targets decode.
 
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -177,14 +178,15 @@ inline constexpr std::uint8_t kRaw = 0xF0;
 struct Packet {
   wire::Bth bth;
   wire::ExtHeaders ext;
+  std::array<std::uint8_t, wire::SackEth::kSize> sack{};  ///< a SACKETH's (frame_of points at it)
   std::vector<std::uint8_t> payload;
 };
 
 /// The fields of one packet. Layout: opcode index, flags (ack_req, se,
-/// mig_req, fecn, becn; bits 5-6 pick the QP; bit 7 offers selective
-/// repeat), PSN delta (signed 16), then each extension header the opcode
+/// mig_req, fecn, becn; the top three bits pick the QP, and the top one
+/// also offers selective repeat), PSN delta (signed 16), then each extension header the opcode
 /// has (an XRCETH's SRQ number picked from the targets' or raw; a
-/// SACKETH's count and PSN delta from the response base), then the
+/// SACKETH's 32 bytes), then the
 /// payload length (16 bits, modulo max_payload + 64) and as many payload
 /// bytes as the input still holds (the rest a pattern).
 inline Packet read_packet(Input& in, const Targets& t) {
@@ -197,7 +199,7 @@ inline Packet read_packet(Input& in, const Targets& t) {
   p.bth.mig_req = flags & 4;
   p.bth.fecn = flags & 8;
   p.bth.becn = flags & 16;
-  p.bth.dest_qp = t.qpns.empty() ? 0 : t.qpns[((flags >> 5) & 3) % t.qpns.size()];
+  p.bth.dest_qp = t.qpns.empty() ? 0 : t.qpns[(flags >> 5) % t.qpns.size()];
   p.bth.selective_repeat = flags & 128;
   const wire::OpcodeInfo& info = wire::opcode_info(p.bth.opcode);
   const bool response = info.has(wire::ExtHeader::kAeth) || info.operation == wire::Operation::kCnp;
@@ -242,10 +244,7 @@ inline Packet read_packet(Input& in, const Targets& t) {
   if (info.has(wire::ExtHeader::kImmDt)) p.ext.imm_data = in.u32();
   if (info.has(wire::ExtHeader::kIeth)) p.ext.ieth_rkey = key();
   if (info.has(wire::ExtHeader::kSackEth)) {
-    p.ext.sack.count = in.u8();
-    p.ext.sack.first = wire::Psn(
-        t.response_psn_base +
-        static_cast<std::uint32_t>(static_cast<std::int32_t>(static_cast<std::int16_t>(in.u16()))));
+    for (std::uint8_t& b : p.sack) b = in.u8();
   }
   const std::size_t len = info.has_payload ? in.u16() % (t.max_payload + 64) : 0;
   p.payload.resize(len);
@@ -259,7 +258,7 @@ inline Packet read_packet(Input& in, const Targets& t) {
 /// the targets (kRaw for the raw values given), the payload is `payload`.
 struct PacketChoice {
   std::uint8_t opcode = 0;
-  std::uint8_t flags = 0;  ///< as read_packet reads them; bits 5-6 the QP
+  std::uint8_t flags = 0;  ///< as read_packet reads them; bits 5-7 the QP
   std::int16_t psn_delta = 0;
   std::uint8_t key_index = 0;
   std::uint32_t raw_key = 0;
@@ -277,8 +276,7 @@ struct PacketChoice {
   std::uint32_t src_qp = 0;
   std::uint8_t srqn_index = 0;
   std::uint32_t raw_srqn = 0;
-  std::uint8_t sack_count = 0;
-  std::int16_t sack_delta = 0;  ///< the SACKETH's first PSN, from the response base
+  std::array<std::uint8_t, wire::SackEth::kSize> sack{};  ///< the SACKETH's bytes
   std::vector<std::uint8_t> payload;
 };
 
@@ -324,8 +322,7 @@ inline void write_packet(Output& out, const PacketChoice& c) {
   if (info.has(wire::ExtHeader::kImmDt)) out.u32(c.imm);
   if (info.has(wire::ExtHeader::kIeth)) key();
   if (info.has(wire::ExtHeader::kSackEth)) {
-    out.u8(c.sack_count);
-    out.u16(static_cast<std::uint16_t>(c.sack_delta));
+    for (std::uint8_t b : c.sack) out.u8(b);
   }
   if (info.has_payload) {
     out.u16(static_cast<std::uint16_t>(c.payload.size()));
@@ -338,7 +335,9 @@ inline std::vector<std::uint8_t> frame_of(const Packet& p, const wire::RoceRoute
                                           std::uint16_t ip_id = 1) {
   const wire::OpcodeInfo& info = wire::opcode_info(p.bth.opcode);
   std::vector<std::uint8_t> f(wire::roce_frame_length(route, info, p.payload.size()));
-  FUZZ_CHECK(wire::build_roce_frame(f, route, p.bth, p.ext, p.payload, ip_id) == f.size());
+  wire::ExtHeaders ext = p.ext;
+  ext.sack.bytes = p.sack.data();
+  FUZZ_CHECK(wire::build_roce_frame(f, route, p.bth, ext, p.payload, ip_id) == f.size());
   return f;
 }
 

@@ -32,18 +32,21 @@ inline constexpr std::uint32_t kOurPsn = 0xFFFFF0;   // our requester's first PS
 inline constexpr unsigned kAll =
     access::kLocalWrite | access::kRemoteWrite | access::kRemoteRead | access::kRemoteAtomic;
 
-// A sent packet, with its payload copied.
+// A sent packet, with its payload (and a SACK's SACKETH) copied.
 struct Sent {
   wire::Bth bth;
   wire::ExtHeaders ext;
   std::vector<std::uint8_t> payload;
+  std::vector<std::uint8_t> sack;  ///< ext.sack's bytes, which ext no longer points at
   Opcode opcode() const { return static_cast<Opcode>(bth.opcode); }
 };
 
 class CaptureSink : public TxSink {
  public:
   bool transmit(const TxPacket& p) override {
-    Sent s{p.bth, p.ext, {}};
+    Sent s{p.bth, p.ext, {}, {}};
+    if (p.ext.sack.bytes) s.sack.assign(p.ext.sack.bytes, p.ext.sack.bytes + wire::SackEth::kSize);
+    s.ext.sack.bytes = nullptr;
     for (std::uint32_t i = 0; i < p.payload_segs; ++i)
       s.payload.insert(s.payload.end(), p.payload[i].data(),
                        p.payload[i].data() + p.payload[i].size());

@@ -21,11 +21,26 @@ class SelectiveRepeat : public QpTest {
 
   // A SACK from the peer: everything up to `acked` executed, `count` PSNs
   // from `first` held.
-  void deliver_sack(std::uint32_t acked, std::uint32_t first, std::uint8_t count) {
+  void deliver_sack(std::uint32_t acked, std::uint32_t first, unsigned count) {
+    std::uint8_t bytes[wire::SackEth::kSize] = {};
+    for (unsigned k = 0; k < count; ++k) {
+      const std::int32_t i = Psn(first + k) - Psn(acked + 1);
+      ASSERT_TRUE(i >= 0 && i < static_cast<std::int32_t>(wire::SackEth::kBits));
+      wire::SackEth::set(bytes, static_cast<unsigned>(i));
+    }
     wire::ExtHeaders ext;
     ext.aeth = {AethSyndrome::ack(), 0};
-    ext.sack = {count, Psn(first)};
+    ext.sack.bytes = bytes;
     deliver(Opcode::kSelectiveAcknowledge, acked, ext);
+  }
+
+  // The PSNs a SACK says are held.
+  static std::vector<std::uint32_t> held(const Sent& sack) {
+    std::vector<std::uint32_t> out;
+    const wire::SackEth view{sack.sack.data()};
+    for (unsigned i = 0; i < wire::SackEth::kBits && !sack.sack.empty(); ++i)
+      if (view.test(i)) out.push_back((sack.bth.psn + 1 + static_cast<int>(i)).value());
+    return out;
   }
 
   std::uint64_t count(Counter c) const { return qp_->counters().get(c); }
@@ -45,15 +60,16 @@ TEST_F(SelectiveRepeat, ResponderKeepsWritesAheadOfAGapAndExecutesThemInOrder) {
   Sent sack = pop();
   EXPECT_EQ(sack.opcode(), Opcode::kSelectiveAcknowledge);
   EXPECT_EQ(sack.bth.psn, Psn(kPeerPsn - 1)) << "nothing executed yet";
-  EXPECT_EQ(sack.ext.sack.first, Psn(kPeerPsn + 1));
-  EXPECT_EQ(sack.ext.sack.count, 2u);
+  EXPECT_EQ(held(sack), (std::vector<std::uint32_t>{kPeerPsn + 1, kPeerPsn + 2}));
   EXPECT_EQ(count(Counter::kSrOooKept), 2u);
   EXPECT_EQ(count(Counter::kPacketSeqErr), 0u) << "no NAK";
 
   write(1);  // a resend of a kept PSN: a duplicate, and a SACK again
   EXPECT_EQ(count(Counter::kSrOooKept), 2u);
   ASSERT_EQ(drain().size(), 1u);
-  EXPECT_EQ(pop().opcode(), Opcode::kSelectiveAcknowledge);
+  sack = pop();
+  EXPECT_EQ(sack.opcode(), Opcode::kSelectiveAcknowledge);
+  EXPECT_EQ(held(sack), (std::vector<std::uint32_t>{kPeerPsn + 1, kPeerPsn + 2}));
 
   write(0);  // the gap fills: all three execute, and one ACK covers them
   EXPECT_EQ(target, bytes(48, 0));
@@ -187,7 +203,7 @@ TEST_F(SelectiveRepeat, ASackForAQpThatDidNotOfferItIsDropped) {
   ASSERT_EQ(qp_->post_send(send_wr(WrOpcode::kSend, buf, 1)), 0);
   drain();
   sink_.sent.clear();
-  deliver_sack(kOurPsn, kOurPsn, 1);
+  deliver_sack(kOurPsn, kOurPsn + 1, 0);  // would acknowledge the SEND
   EXPECT_EQ(count(Counter::kDroppedInvalid), 1u);
   EXPECT_TRUE(poll(scq_).empty()) << "not taken as an ACK";
   EXPECT_TRUE(drain().empty());

@@ -50,13 +50,19 @@ TEST(Bth, EveryFieldRoundTripsAndLandsOnItsBits) {
 
 TEST(ExtHeaders, EachHeaderRoundTrips) {
   std::uint8_t buf[32];
-  SackEth{0xFF, Psn(0xABCDEF)}.write(buf);
-  EXPECT_EQ(buf[0], 0xFF);
-  EXPECT_EQ(buf[1], 0xAB);
-  EXPECT_EQ(buf[3], 0xEF);
+  // The SACKETH: bit i is bit 7 - i % 8 of byte i / 8.
+  std::uint8_t bits[SackEth::kSize] = {};
+  for (unsigned i : {0u, 9u, 63u, 64u, 255u}) SackEth::set(bits, i);
+  SackEth{bits}.write(buf);
+  const std::uint8_t expect_sack[32] = {0x80, 0x40, 0, 0, 0, 0, 0, 0x01, 0x80, 0,   0,
+                                        0,    0,    0, 0, 0, 0, 0, 0,    0,    0,   0,
+                                        0,    0,    0, 0, 0, 0, 0, 0,    0,    0x01};
+  EXPECT_EQ(0, std::memcmp(buf, expect_sack, 32));
   const SackEth s = SackEth::parse(buf);
-  EXPECT_EQ(s.count, 0xFF);
-  EXPECT_EQ(s.first, Psn(0xABCDEF));
+  for (unsigned i = 0; i < SackEth::kBits; ++i)
+    EXPECT_EQ(s.test(i), i == 0 || i == 9 || i == 63 || i == 64 || i == 255) << i;
+  SackEth{}.write(buf);  // none held
+  EXPECT_EQ(0, std::memcmp(buf, std::array<std::uint8_t, 32>{}.data(), 32));
 
   Reth{0x0123456789ABCDEF, 0xDEADBEEF, 0x80000000}.write(buf);
   const Reth r = Reth::parse(buf);
@@ -348,7 +354,7 @@ TEST(Opcode, TableAgreesWithTheSpecForEveryKnownOpcode) {
       EXPECT_TRUE(i.is_response());
       EXPECT_EQ(i.offset_of(ExtHeader::kAeth), kBthSize);
       EXPECT_EQ(i.offset_of(ExtHeader::kSackEth), kBthSize + 4);
-      EXPECT_EQ(i.length, kBthSize + 8);
+      EXPECT_EQ(i.length, kBthSize + 4 + 32);
       continue;
     }
     EXPECT_EQ(i.name.substr(0, 3), t == Transport::kRc    ? "RC_"
