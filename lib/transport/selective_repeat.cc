@@ -107,11 +107,15 @@ void Qp::on_selective_ack(const wire::RocePacket& pkt, Nanos now) {
   const wire::SackEth& sack = pkt.ext.sack;
   const Psn first = pkt.bth.psn + 1;
   Psn end = first;
+  // A PSN this recovery resent, held now while one before it is still
+  // missing: that one's resend, sent first, was lost on the way.
+  bool resend_came = false;
   for (std::uint32_t k = 0; sack.bytes != nullptr && k < wire::SackEth::kSize; ++k) {
     // Bit 7 - j of byte k stands for PSN first + 8k + j.
     for (unsigned m = sack.bytes[k]; m != 0; m &= m - 1) {
       const Psn p = first + static_cast<std::int32_t>(k * 8 + 7 - std::countr_zero(m));
       if (p.before(comp_.psn) || !p.before(req_.psn)) continue;  // acknowledged, or never sent
+      if (sr_.round && p.before(sr_.next) && !sr_sacked(p)) resend_came = true;
       const std::uint32_t i = bit_of(p);
       sr_.sacked[i / 64] |= std::uint64_t{1} << (i % 64);
       if (!p.before(end)) end = p + 1;
@@ -122,8 +126,10 @@ void Qp::on_selective_ack(const wire::RocePacket& pkt, Nanos now) {
   // when it began. A PSN held past that was sent after the recovery's
   // resends: a PSN still missing before it was lost again.
   // A recovery the responder made no progress in spends one of retry_cnt.
+  // (When the window is closed, nothing new is sent past the mark: only
+  // the resends themselves can show one of them lost.)
   const bool over = !sr_.round || !comp_.psn.before(sr_.mark);
-  if (over || end.after(sr_.mark)) {
+  if (over || end.after(sr_.mark) || resend_came) {
     if (!moved) {
       if (comp_.retry_cnt == 0) {
         fail_head(WcStatus::kRetryExcErr);
@@ -131,12 +137,13 @@ void Qp::on_selective_ack(const wire::RocePacket& pkt, Nanos now) {
       }
       --comp_.retry_cnt;
     }
+    if (!over && sr_.end.after(end)) end = sr_.end;
     sr_begin(end, /*probe=*/false, /*reask=*/false);
   } else if (end.after(sr_.end)) {
-    // More of the same loss: resent in this recovery, which now ends
-    // only once what is sent from here is acknowledged too.
+    // More of the same loss: resent in this recovery. Its mark stays:
+    // moved on, it would wait for packets a closed window never sends,
+    // and a lost resend for the local ACK timeout.
     sr_.end = end;
-    sr_.mark = req_.psn;
   }
 }
 
