@@ -16,8 +16,9 @@
 // was lost: a recovery resends each such PSN once, ahead of new packets.
 // A PSN held past what was sent when the recovery began shows that a
 // resend was lost as well, and a new recovery begins. Each
-// recovery spends one of retry_cnt, as a go-back-N restart does, and
-// forward progress gives the budget back. A local ACK timeout resends
+// recovery in which the responder neither acknowledged nor received
+// anything new spends one of retry_cnt, and forward progress gives the
+// budget back. A local ACK timeout resends
 // every PSN the responder does not hold, and the oldest one unacknowledged
 // whether held or not: the responder may have executed everything and
 // its ACK been lost, and only a duplicate makes it acknowledge again.
@@ -110,12 +111,16 @@ void Qp::on_selective_ack(const wire::RocePacket& pkt, Nanos now) {
   // A PSN this recovery resent, held now while one before it is still
   // missing: that one's resend, sent first, was lost on the way.
   bool resend_came = false;
+  bool fresh = false;  // the responder holds something it did not before
   for (std::uint32_t k = 0; sack.bytes != nullptr && k < wire::SackEth::kSize; ++k) {
     // Bit 7 - j of byte k stands for PSN first + 8k + j.
     for (unsigned m = sack.bytes[k]; m != 0; m &= m - 1) {
       const Psn p = first + static_cast<std::int32_t>(k * 8 + 7 - std::countr_zero(m));
       if (p.before(comp_.psn) || !p.before(req_.psn)) continue;  // acknowledged, or never sent
-      if (sr_.round && p.before(sr_.next) && !sr_sacked(p)) resend_came = true;
+      if (!sr_sacked(p)) {
+        fresh = true;
+        if (sr_.round && p.before(sr_.next)) resend_came = true;
+      }
       const std::uint32_t i = bit_of(p);
       sr_.sacked[i / 64] |= std::uint64_t{1} << (i % 64);
       if (!p.before(end)) end = p + 1;
@@ -125,12 +130,16 @@ void Qp::on_selective_ack(const wire::RocePacket& pkt, Nanos now) {
   // A recovery is over once the cumulative ACK passes what had been sent
   // when it began. A PSN held past that was sent after the recovery's
   // resends: a PSN still missing before it was lost again.
-  // A recovery the responder made no progress in spends one of retry_cnt.
   // (When the window is closed, nothing new is sent past the mark: only
   // the resends themselves can show one of them lost.)
   const bool over = !sr_.round || !comp_.psn.before(sr_.mark);
   if (over || end.after(sr_.mark) || resend_came) {
-    if (!moved) {
+    // A recovery spends one of retry_cnt only when the responder neither
+    // acknowledged nor received anything new: a congested queue may drop
+    // resends again and again while traffic still flows, and the local
+    // ACK timer, which only a cumulative ACK restarts, still ends a PSN
+    // that never gets through.
+    if (!moved && !fresh) {
       if (comp_.retry_cnt == 0) {
         fail_head(WcStatus::kRetryExcErr);
         return;
