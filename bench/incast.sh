@@ -4,8 +4,9 @@
 # ib_write_bw senders over uroce into one receiver through uroce-switch,
 # whose port toward the receiver is a RATE bottleneck marking ECN. Run
 # side by side: no congestion control (what rxe offers), uroce's DCQCN,
-# and PFC. Prints per-run goodput, Jain's fairness, switch drops and
-# queue, go-back-N and CNPs, and whether DCQCN met its targets (Jain's
+# PFC, and selective repeat (no congestion control, no PFC: losses cost
+# only what was lost). Prints per-run goodput, Jain's fairness, switch
+# drops and queue, go-back-N, selective resends and CNPs, and whether DCQCN met its targets (Jain's
 # index at least 0.9, fewer drops and less go-back-N than without it);
 # each run's table and plot stay in OUT/<run>.
 # Run as root after building:
@@ -27,7 +28,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-runs=("no-cc:" "dcqcn:--dcqcn" "pfc:--pfc" "pfc+dcqcn:--pfc --dcqcn")
+runs=("no-cc:" "dcqcn:--dcqcn" "pfc:--pfc" "pfc+dcqcn:--pfc --dcqcn" "sr:--selective-repeat")
 for r in "${runs[@]}"; do
   name=${r%%:*}
   # shellcheck disable=SC2086 # the flags are words
@@ -36,17 +37,18 @@ for r in "${runs[@]}"; do
 done
 
 echo "incast: $senders senders into $rate, $seconds s, ECN marking at the bottleneck"
-printf '%-10s %10s %8s %10s %12s %10s %10s %10s\n' run "Mb/s" Jain drops "queue max B" go-back-N CNPs "PFC XOFF"
+printf '%-10s %10s %8s %10s %12s %10s %10s %10s %10s\n' run "Mb/s" Jain drops "queue max B" go-back-N \
+  "SR resent" CNPs "PFC XOFF"
 declare -A jain drops gbn
 for r in "${runs[@]}"; do
   name=${r%%:*}
   s=$out/$name/summary.txt
   row=$(awk -v name="$name" '
-    /^h[0-9]/ { gbn += $3; cnp += $5 }
+    /^h[0-9]/ { gbn += $3; sr += $4; cnp += $6 }
     /^total/ { mbps = $2 * 1000; jain = $6 }
     /queue max/ { for (i = 1; i <= NF; i++) { if ($i == "max") q = $(i + 1); if ($i == "dropped") d = $(i + 1) } }
     /PFC XOFF sent/ { for (i = 1; i <= NF; i++) if ($i == "sent") x = $(i + 1) }
-    END { gsub(",", "", x); printf "%-10s %10.1f %8.3f %10d %12d %10d %10d %10d\n", name, mbps, jain, d, q, gbn, cnp, x }
+    END { gsub(",", "", x); printf "%-10s %10.1f %8.3f %10d %12d %10d %10d %10d %10d\n", name, mbps, jain, d, q, gbn, sr, cnp, x }
   ' "$s")
   echo "$row"
   read -r _ _ jain[$name] drops[$name] _ gbn[$name] _ <<<"$row"

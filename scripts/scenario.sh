@@ -9,9 +9,12 @@
 #       N senders write into one receiver behind a RATE bottleneck (the
 #       switch port toward the receiver) that marks ECN like a RED queue;
 #       --dcqcn turns on uroce's congestion control at every host.
-#   scripts/scenario.sh lossy  [--loss P] [--seconds S] [--out DIR]
+#   scripts/scenario.sh lossy  [--loss P] [--seconds S] [--lat] [--out DIR]
 #       One flow through a switch that loses, duplicates, reorders and
-#       delays frames.
+#       delays frames; --lat makes it ib_write_lat (64 KiB, ITERS
+#       iterations, 2000 by default) instead of ib_write_bw.
+#   Any scenario: --selective-repeat offers selective repeat at every
+#   host (docs/transport.md), instead of go-back-N alone.
 #   scripts/scenario.sh pfc-storm [--seconds S] [--out DIR]
 #       One flow through a switch with PFC; a stuck receiver NIC (a raw
 #       socket) sends XOFF forever; the switch's watchdog ends the storm.
@@ -34,6 +37,8 @@ ecn=1
 pfc=0
 dcqcn=0
 loss=0.01
+lat=0
+sr=0
 out=
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -44,13 +49,15 @@ while [[ $# -gt 0 ]]; do
     --pfc) pfc=1; shift ;;
     --dcqcn) dcqcn=1; shift ;;
     --loss) loss=$2; shift 2 ;;
+    --lat) lat=1; shift ;;
+    --selective-repeat) sr=1; shift ;;
     --out) out=$2; shift 2 ;;
-    *) sed -n '3,20p' "$0" >&2; exit 2 ;;
+    *) sed -n '3,24p' "$0" >&2; exit 2 ;;
   esac
 done
 case $scenario in
   incast | lossy | pfc-storm) ;;
-  *) sed -n '3,20p' "$0" >&2; exit 2 ;;
+  *) sed -n '3,24p' "$0" >&2; exit 2 ;;
 esac
 out=${out:-/tmp/uroce-scenario-$scenario}
 mkdir -p "$out"
@@ -113,6 +120,7 @@ else
   # On by default (as on ConnectX): the runs without it say so.
   env_common+=(UROCE_DCQCN_ENABLED=false)
 fi
+[[ $sr == 1 ]] && env_common+=(UROCE_DEVICE0_SELECTIVE_REPEAT=true)
 if [[ $pfc == 1 ]]; then
   env_common+=(UROCE_PFC_ENABLED=true)
   # At lab rates a legitimate pause lasts far longer than at 100 Gb/s
@@ -136,6 +144,7 @@ bw=(ib_write_bw -d uroce0 -x 1 -s 65536 -D "$seconds" --report_gbits)
 # ACK timeout of 67 ms: 1 s (-u 18) keeps flows that wait in a queue, or
 # behind a pause, from timing out and going back N for nothing.
 [[ $pfc == 1 || $scenario == incast ]] && bw+=(-u 18)
+[[ $lat == 1 ]] && bw=(ib_write_lat -d uroce0 -x 1 -s 65536 -n "${ITERS:-2000}")
 servers=()
 for i in $(seq 1 "$senders"); do
   run_uroce "$receiver" "10.78.0.$((100 + i))" "$out/server$i.log" "$out/server$i.stats" \
@@ -190,20 +199,31 @@ sw() { awk -v k="$1" '$1 == "switch" && $2 "." $3 == k { s += $4 } END { print s
 {
   case $scenario in
     incast) what="bottleneck $rate, ECN $([[ $ecn == 1 ]] && echo on || echo off), PFC $([[ $pfc == 1 ]] && echo on || echo off), DCQCN $([[ $dcqcn == 1 ]] && echo on || echo off)" ;;
-    lossy) what="loss $loss, duplication 0.002, reordering 0.005, delay 100us+50us" ;;
+    lossy) what="loss $loss, duplication 0.002, reordering 0.005, delay 100us+50us, $([[ $lat == 1 ]] && echo ib_write_lat || echo ib_write_bw)" ;;
     pfc-storm) what="bottleneck $rate, PFC on, XOFF forever from the receiver's link after 1 s" ;;
   esac
   echo "scenario: $scenario ($senders sender(s), ${seconds} s, $what)"
-  printf '%-8s %12s %10s %10s %8s %8s\n' flow "Gb/s" go-back-N "CE seen" CNPs cuts
+  # With --lat the rate column is ib_write_lat's median and the last two
+  # are its 99th and 99.9th percentiles, in microseconds.
+  printf '%-8s %12s %10s %10s %10s %8s %8s\n' flow "$([[ $lat == 1 ]] && echo "median us" || echo "Gb/s")" \
+    go-back-N "SR resent" "CE seen" "$([[ $lat == 1 ]] && echo "p99 us" || echo CNPs)" \
+    "$([[ $lat == 1 ]] && echo "p99.9 us" || echo cuts)"
   rates=()
   for i in $(seq 1 "$senders"); do
-    r=$(awk '/#bytes/ { getline; print $4; exit }' "$out/sender$i.log")
+    if [[ $lat == 1 ]]; then
+      # #bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%
+      read -r r p99 p999 < <(awk '/#bytes/ { getline; print $5, $8, $9; exit }' "$out/sender$i.log")
+    else
+      r=$(awk '/#bytes/ { getline; print $4; exit }' "$out/sender$i.log")
+      p99=$(stat "$out/server$i.stats" port.np_cnp_sent)
+      p999=$(stat "$out/sender$i.stats" port.rp_cnp_handled)
+    fi
     rates+=("${r:-0}")
-    printf '%-8s %12s %10s %10s %8s %8s\n' "h$i" "${r:-fail}" \
+    printf '%-8s %12s %10s %10s %10s %8s %8s\n' "h$i" "${r:-fail}" \
       "$(stat "$out/sender$i.stats" port.completer_retry_err)" \
+      "$(stat "$out/sender$i.stats" port.sr_retransmitted)" \
       "$(stat "$out/server$i.stats" port.np_ecn_marked_roce_packets)" \
-      "$(stat "$out/server$i.stats" port.np_cnp_sent)" \
-      "$(stat "$out/sender$i.stats" port.rp_cnp_handled)"
+      "${p99:-}" "${p999:-}"
   done
   printf '%s\n' "${rates[@]}" | awk '{ s += $1; q += $1 * $1; n++ }
     END { printf "total %.2f Gb/s, Jain fairness %.3f\n", s, (q > 0 ? s * s / (n * q) : 0) }'
