@@ -8,7 +8,8 @@
 # Each loss rate runs with go-back-N and with selective repeat. Loss 0 is
 # the bar of a lossless fabric (PFC prevents congestion drops, not random
 # loss), though its reordering still costs go-back-N. No threshold is
-# fatal: this is a measurement; each run's table stays in OUT/<run>.
+# fatal: this is a measurement; each run's table stays in OUT/<run>. The
+# go-back-N and resend counts are the two runs' together.
 # Run as root after building:
 #   bench/selective_repeat.sh [--loss "0 0.01 0.05"] [--seconds S] [--out OUT]
 set -euo pipefail
@@ -42,9 +43,10 @@ printf '%-6s %-18s %10s %10s %10s %10s %10s %10s\n' loss transport "Gb/s" "media
 row() {  # LOSS LABEL FLAGS...
   local loss=$1 label=$2 tag
   shift 2
-  tag=$(tr -c 'a-z0-9' '-' <<<"$label-$loss")
-  read -r gbps gbn_bw sr_bw _ _ < <(run "bw-$tag" "$loss" "$@")
-  read -r median gbn_lat sr_lat p99 p999 < <(run "lat-$tag" "$loss" --lat "$@")
+  tag=$(printf '%s' "$label-$loss" | tr -c 'a-zA-Z0-9' '-')
+  # A run that failed prints nothing: its row says "fail".
+  read -r gbps gbn_bw sr_bw _ _ < <(run "bw-$tag" "$loss" "$@") || true
+  read -r median gbn_lat sr_lat p99 p999 < <(run "lat-$tag" "$loss" --lat "$@") || true
   printf '%-6s %-18s %10s %10s %10s %10s %10s %10s\n' "$loss" "$label" "${gbps:-fail}" \
     "${median:-fail}" "${p99:-}" "${p999:-}" "$((${gbn_bw:-0} + ${gbn_lat:-0}))" \
     "$((${sr_bw:-0} + ${sr_lat:-0}))"

@@ -61,7 +61,7 @@ case $scenario in
 esac
 out=${out:-/tmp/uroce-scenario-$scenario}
 mkdir -p "$out"
-rm -f "$out"/*.stats "$out"/*.log "$out"/*.csv "$out"/*.dat
+rm -f "$out"/*.stats "$out"/*.log "$out"/*.csv "$out"/*.dat "$out"/summary.txt
 prefix=${UROCE_FABRIC_PREFIX:-usc-}
 trap '"$root/scripts/fabric.sh" down $prefix' EXIT
 
@@ -212,7 +212,9 @@ sw() { awk -v k="$1" '$1 == "switch" && $2 "." $3 == k { s += $4 } END { print s
   for i in $(seq 1 "$senders"); do
     if [[ $lat == 1 ]]; then
       # #bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%
-      read -r r p99 p999 < <(awk '/#bytes/ { getline; print $5, $8, $9; exit }' "$out/sender$i.log")
+      # (A flow that failed printed none: its row says so.)
+      read -r r p99 p999 < <(awk '/#bytes/ { getline; print $5, $8, $9; exit }' "$out/sender$i.log") ||
+        true
     else
       r=$(awk '/#bytes/ { getline; print $4; exit }' "$out/sender$i.log")
       p99=$(stat "$out/server$i.stats" port.np_cnp_sent)

@@ -64,8 +64,10 @@ bool Qp::drop_jobs_after(Psn psn, Psn* earliest) {
     const RespJob job = jobs_[(jobs_head_ + k) % jobs_.size()];
     const bool response = job.holds_resource();
     const Psn at = response ? res_[job.res].first_psn : job.psn;
-    const bool obsolete = at.after(psn) && (response || job.kind == RespJob::Kind::kSack ||
-                                            job.syndrome.type == wire::AethType::kAck);
+    // (A SACK is never obsolete: it says what is held when it leaves, and
+    // only a requester that does not go back is sent one.)
+    const bool obsolete = at.after(psn) && job.kind != RespJob::Kind::kSack &&
+                          (response || job.syndrome.type == wire::AethType::kAck);
     if (!obsolete) {
       jobs_[(jobs_head_ + kept++) % jobs_.size()] = job;
       continue;
