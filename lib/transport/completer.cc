@@ -28,8 +28,9 @@ void Qp::progress(Nanos now) {
   comp_.rnr_retry = attr_.rnr_retry;
   comp_.retry_pending = false;
   comp_.rto_deadline = 0;
+  comp_.tail_probes = 0;
+  if (sr_.peer) sr_progress(now);
   if (comp_.psn.before(req_.ack_req_end)) arm_retransmit(now);
-  if (sr_.peer) sr_progress();
 }
 
 bool Qp::complete_acked(Psn psn, bool inclusive, Nanos now) {
@@ -72,6 +73,7 @@ void Qp::fail_head(WcStatus status) {
 }
 
 void Qp::restart(Psn from, RetryCause cause) {
+  sr_.timing = false;  // what is resent is not timed (Karn)
   // A responder that keeps what it receives out of order needs only what
   // it does not hold, and lost READ and ATOMIC answers asked for again: a
   // recovery over everything unacknowledged, not go-back-N. A NAK still
@@ -237,6 +239,7 @@ void Qp::completer_receive(const wire::RocePacket& pkt, Nanos now) {
   // A response to nothing sent yet, or to something long acknowledged, is
   // a ghost (a duplicate or a packet from an earlier life of the QP).
   if (!psn.before(req_.psn) || psn.before(comp_.psn - 1)) return;
+  if (pkt.bth.selective_repeat && !sr_.peer && selective_repeat_) sr_learn_peer();
 
   const wire::Operation op = pkt.info->operation;
   if (op == wire::Operation::kSelectiveAcknowledge) {

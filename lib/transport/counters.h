@@ -39,6 +39,7 @@ enum class Counter : std::uint8_t {
   kSrSackRcvd,        ///< requester: selective acknowledgements received
   kSrRecoveryRounds,  ///< requester: recoveries begun (each resends every hole once)
   kSrRetransmitted,   ///< requester: packets resent because a SACK showed them lost
+  kSrTailProbes,      ///< requester: tail probes (a short timeout with nothing new to send)
   kCount,
 };
 
@@ -95,6 +96,8 @@ constexpr std::string_view name(Counter c) {
       return "sr_recovery_rounds";
     case Counter::kSrRetransmitted:
       return "sr_retransmitted";
+    case Counter::kSrTailProbes:
+      return "sr_tail_probes";
     case Counter::kCount:
       break;
   }

@@ -558,6 +558,10 @@ void Qp::on_timer(Nanos now) {
     const bool outstanding =
         sq_head_.load(std::memory_order_relaxed) != req_.wqe || comp_.psn != req_.psn;
     if (!outstanding || state() == QpState::kErr) return;
+    if (comp_.tail) {
+      sr_tail_probe(now);
+      return;
+    }
     counters_.inc(Counter::kLocalAckTimeoutErr);
     retry(comp_.psn, RetryCause::kTimeout, now);
   }

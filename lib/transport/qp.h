@@ -291,7 +291,13 @@ class Qp {
                      std::uint32_t& len, bool& last);
   bool gather(const SendWqe& wqe, std::uint32_t offset, std::uint32_t len, TxPacket& pkt);
   void go_back_n(wire::Psn psn);
-  void arm_retransmit(Nanos now);
+  /// Starts the local ACK timer unless it runs (inline: every AckReq
+  /// packet asks, and it almost always does).
+  void arm_retransmit(Nanos now) {
+    if (comp_.rto_deadline != 0 && !comp_.tail) return;
+    start_retransmit_timer(now);
+  }
+  void start_retransmit_timer(Nanos now);
 
   // completer.cc
   void completer_receive(const wire::RocePacket& pkt, Nanos now);
@@ -319,8 +325,19 @@ class Qp {
   /// The responder acknowledged everything before `to`; true if that is
   /// more than it had.
   bool sr_acked_to(wire::Psn to);
-  /// comp_.psn moved on: the SACK marks and acked_to follow.
-  void sr_progress();
+  /// comp_.psn moved on: the SACK marks and acked_to follow, and the
+  /// round trip timed ends if it reached the PSN timed.
+  void sr_progress(Nanos now);
+  /// A response said the responder keeps what comes out of order.
+  void sr_learn_peer();
+  /// Whether the requester is at its tail: nothing left to send, or few
+  /// packets unacknowledged. A loss there draws no SACK.
+  bool sr_tail() const;
+  /// How long the next tail probe waits (doubling with each one that
+  /// went unanswered); 0 while no round trip was timed.
+  Nanos sr_probe_timeout() const;
+  /// The local ACK timer of a tail expired: resend the oldest PSN.
+  void sr_tail_probe(Nanos now);
   void on_selective_ack(const wire::RocePacket& pkt, Nanos now);
   void sr_keep(const wire::RocePacket& pkt);
   bool sr_holds(wire::Psn psn) const;
@@ -432,9 +449,11 @@ class Qp {
     wire::Psn psn;  ///< oldest PSN not yet acknowledged
     std::uint8_t retry_cnt = 0;
     std::uint8_t rnr_retry = 0;
-    Nanos rto_deadline = 0;      ///< 0: timer disarmed
-    Nanos rnr_until = 0;         ///< 0: not waiting out an RNR NAK
-    bool retry_pending = false;  ///< restarted from retry_psn, no progress since
+    Nanos rto_deadline = 0;        ///< 0: timer disarmed
+    bool tail = false;             ///< the deadline armed is a tail probe's (selective repeat)
+    std::uint8_t tail_probes = 0;  ///< tail probes sent with no progress since
+    Nanos rnr_until = 0;           ///< 0: not waiting out an RNR NAK
+    bool retry_pending = false;    ///< restarted from retry_psn, no progress since
     wire::Psn retry_psn;
     bool rerequested = false;  ///< the one free READ re-request of this retry
   } comp_;
@@ -444,8 +463,10 @@ class Qp {
     wire::Psn epsn;  ///< expected PSN
     std::uint32_t msn = 0;
     bool nak_sent = false;  ///< a sequence-error NAK is outstanding
-    bool uc_drop = false;   ///< UC: dropping until the next FIRST/ONLY
-    bool fatal = false;     ///< a NAK ends this QP once it is sent
+    /// Both ends offer selective repeat: the responses say so.
+    bool sr_peer = false;
+    bool uc_drop = false;  ///< UC: dropping until the next FIRST/ONLY
+    bool fatal = false;    ///< a NAK ends this QP once it is sent
     /// The asynchronous error the QP reports once it is ended, if any.
     std::optional<QpError> fatal_error;
     // The message in progress, if any.
@@ -484,6 +505,13 @@ class Qp {
     wire::Psn next;      ///< the next PSN it may resend
     wire::Psn end;       ///< one past the last PSN it resends
     wire::Psn mark;      ///< req_.psn when it began
+    // The round-trip time, from one AckReq packet at a time (never a
+    // resent one): what a tail probe waits.
+    bool timing = false;
+    wire::Psn timed;  ///< one past the PSN timed
+    Nanos timed_at = 0;
+    Nanos srtt = 0;  ///< 0: no sample yet
+    Nanos rttvar = 0;
   } sr_;
   // The responder's side: requests kept out of order, at slot
   // psn % kMaxUnackedPsns (allocated the first time one comes), and which

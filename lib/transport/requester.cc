@@ -245,15 +245,34 @@ bool Qp::requester_send_one(TxSink& sink, Nanos now) {
   // asked to acknowledge yet, and go back to resend them.
   if (reliable() && pkt.bth.ack_req) {
     req_.ack_req_end = req_.psn;
+    if (sr_.peer && !sr_.timing) {
+      sr_.timing = true;
+      sr_.timed = req_.psn;
+      sr_.timed_at = now;
+    }
     arm_retransmit(now);
   }
   return true;
 }
 
-void Qp::arm_retransmit(Nanos now) {
-  if (attr_.timeout == 0 || comp_.rto_deadline != 0 || comp_.rnr_until != 0) return;
+void Qp::start_retransmit_timer(Nanos now) {
+  if (attr_.timeout == 0 || comp_.rnr_until != 0) return;
   // IBA 9.7.6.1.3: local ACK timeout = 4.096 us * 2^timeout.
-  comp_.rto_deadline = now + (Nanos{4096} << attr_.timeout);
+  const Nanos timeout = Nanos{4096} << attr_.timeout;
+  if (comp_.rto_deadline != 0) {
+    // A tail probe's timer, and the requester sends on: it is not at its
+    // tail any more, and the full timeout runs.
+    if (!comp_.tail || sr_tail()) return;
+    comp_.tail = false;
+    comp_.rto_deadline = now + timeout;
+    return;
+  }
+  // With selective repeat, a loss at the tail (nothing sent after it to
+  // draw a SACK) is probed after a few round trips, not the full timeout;
+  // unanswered probes back off until the full timeout is the shorter.
+  const Nanos probe = sr_.peer && sr_tail() ? sr_probe_timeout() : 0;
+  comp_.tail = probe != 0 && probe < timeout;
+  comp_.rto_deadline = now + (comp_.tail ? probe : timeout);
 }
 
 void Qp::go_back_n(Psn psn) {

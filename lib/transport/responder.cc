@@ -537,6 +537,9 @@ void Qp::responder_receive(const wire::RocePacket& pkt, Nanos now) {
     responder_uc(pkt, now);
     return;
   }
+  // Its responses tell a requester that offers selective repeat that
+  // this end keeps requests out of order too, before any loss.
+  if (pkt.bth.selective_repeat) resp_.sr_peer = selective_repeat_;
   const std::int32_t diff = pkt.bth.psn - resp_.epsn;
   if (diff > 0) {
     counters_.inc(Counter::kOutOfSeqRequest);
@@ -585,6 +588,7 @@ bool Qp::responder_send_one(TxSink& sink, Nanos /*now*/) {
   pkt.bth.pkey = attr_.pkey;
   pkt.bth.dest_qp = attr_.dest_qp_num;
   pkt.bth.psn = job.psn;
+  pkt.bth.selective_repeat = resp_.sr_peer;
   std::uint8_t sack[wire::SackEth::kSize];  // a SACK's, until the frame is built
   bool done = true;
   switch (job.kind) {

@@ -14,14 +14,16 @@
 // The requester marks what the responder holds. The path keeps order, so
 // a PSN before the last one held that is neither acknowledged nor held
 // was lost: a recovery resends each such PSN once, ahead of new packets.
-// A PSN held past what was sent when the recovery began shows that a
-// resend was lost as well, and a new recovery begins. Each
-// recovery in which the responder neither acknowledged nor received
-// anything new spends one of retry_cnt, and forward progress gives the
-// budget back. A local ACK timeout resends
-// every PSN the responder does not hold, and the oldest one unacknowledged
-// whether held or not: the responder may have executed everything and
-// its ACK been lost, and only a duplicate makes it acknowledge again.
+// A PSN held past what was sent when the recovery began, or a resend held
+// while one resent before it is still missing, shows that a resend was
+// lost as well, and a new recovery begins. Each recovery in which the
+// responder neither acknowledged nor received anything new spends one of
+// retry_cnt, and forward progress gives the budget back. A local ACK
+// timeout resends every PSN the responder does not hold, and the oldest
+// one unacknowledged whether held or not: the responder may have executed
+// everything and its ACK been lost, and only a duplicate makes it
+// acknowledge again. At the tail of what was sent, where a loss draws no
+// SACK, a tail probe comes a few round trips after the last answer.
 //
 // A peer that does not offer it (Linux rxe, a ConnectX) never sees a
 // SELECTIVE ACKNOWLEDGE, and its NAKs still take the requester back N.
@@ -41,6 +43,13 @@ constexpr std::uint32_t kSackBits = kMaxUnackedPsns;
 static_assert(wire::SackEth::kBits == kMaxUnackedPsns, "a SACK covers a requester's window");
 
 std::uint32_t bit_of(Psn psn) { return psn.value() % kSackBits; }
+
+// A requester with this many packets unacknowledged, or fewer, is at its
+// tail (IRN's RTO_low threshold).
+constexpr std::uint32_t kTailPackets = 3;
+// The shortest a tail probe waits: below the round-trip times that an
+// engine's scheduling adds on a loaded host.
+constexpr Nanos kMinTailProbeNs = 100'000;
 
 }  // namespace
 
@@ -76,13 +85,55 @@ bool Qp::sr_acked_to(Psn to) {
   return true;
 }
 
-void Qp::sr_progress() {
+void Qp::sr_progress(Nanos now) {
   sr_slide();
   if (sr_.acked_to.before(comp_.psn)) sr_.acked_to = comp_.psn;
+  if (sr_.timing && !comp_.psn.before(sr_.timed)) {
+    // RFC 6298's smoothing, in nanoseconds.
+    sr_.timing = false;
+    const Nanos rtt = now - sr_.timed_at;
+    if (sr_.srtt == 0) {
+      sr_.srtt = std::max<Nanos>(rtt, 1);
+      sr_.rttvar = rtt / 2;
+    } else {
+      const Nanos err = rtt > sr_.srtt ? rtt - sr_.srtt : sr_.srtt - rtt;
+      sr_.rttvar = (3 * sr_.rttvar + err) / 4;
+      sr_.srtt = std::max<Nanos>((7 * sr_.srtt + rtt) / 8, 1);
+    }
+  }
+}
+
+void Qp::sr_learn_peer() {
+  sr_.peer = true;
+  sr_.base = sr_.acked_to = comp_.psn;
+}
+
+bool Qp::sr_tail() const {
+  return req_.wqe == sq_tail() || static_cast<std::uint32_t>(req_.psn - comp_.psn) <= kTailPackets;
+}
+
+Nanos Qp::sr_probe_timeout() const {
+  if (sr_.srtt == 0) return 0;
+  const Nanos first = std::max({kMinTailProbeNs, 2 * sr_.srtt, sr_.srtt + 4 * sr_.rttvar});
+  return first << std::min<unsigned>(comp_.tail_probes, 16);
+}
+
+void Qp::sr_tail_probe(Nanos now) {
+  // Resend the oldest PSN unacknowledged, held or not: it is the one lost,
+  // or its answer draws an ACK (everything was received and the last ACK
+  // lost) or a SACK of what is missing. No retry budget is spent: the
+  // probes back off, and once the full timeout is the shorter, it runs.
+  counters_.inc(Counter::kSrTailProbes);
+  comp_.tail = false;
+  if (comp_.tail_probes < 255) ++comp_.tail_probes;
+  sr_begin(sr_.round && sr_.end.after(comp_.psn + 1) ? sr_.end : comp_.psn + 1, /*probe=*/true,
+           /*reask=*/true);
+  arm_retransmit(now);
 }
 
 void Qp::sr_begin(Psn end, bool probe, bool reask) {
   counters_.inc(Counter::kSrRecoveryRounds);
+  sr_.timing = false;  // what is resent is not timed (Karn)
   sr_.round = true;
   sr_.probe = probe;
   sr_.reask = reask;
@@ -93,10 +144,7 @@ void Qp::sr_begin(Psn end, bool probe, bool reask) {
 
 void Qp::on_selective_ack(const wire::RocePacket& pkt, Nanos now) {
   counters_.inc(Counter::kSrSackRcvd);
-  if (!sr_.peer) {
-    sr_.peer = true;
-    sr_.base = sr_.acked_to = comp_.psn;
-  }
+  if (!sr_.peer) sr_learn_peer();
   // Everything up to the BTH's PSN was executed, as an ACK says: the
   // responder moved on, even if a READ before it still misses answers.
   const bool moved = sr_acked_to(pkt.bth.psn + 1);

@@ -100,7 +100,7 @@ class QpTest : public ::testing::Test {
               0);
     a.qp_state = QpState::kRts;
     a.sq_psn = kOurPsn;
-    a.timeout = 1;  // 8.192 us
+    a.timeout = local_ack_timeout_;
     a.retry_cnt = 2;
     a.rnr_retry = 1;
     a.max_rd_atomic = 4;
@@ -172,7 +172,8 @@ class QpTest : public ::testing::Test {
   wire::RoceRoute us_;
   wire::RoceRoute peer_;
   std::deque<std::vector<std::uint8_t>> frames_;
-  bool peer_offers_sr_ = false;  ///< the peer's requests offer selective repeat
+  bool peer_offers_sr_ = false;         ///< the peer's requests offer selective repeat
+  std::uint8_t local_ack_timeout_ = 1;  ///< the next make_qp's: 8.192 us
 };
 
 inline std::vector<std::uint8_t> bytes(std::size_t n, std::uint8_t seed = 1) {

@@ -22,9 +22,15 @@ class SelectiveRepeat : public QpTest {
   // A SACK from the peer: everything up to `acked` executed, `count` PSNs
   // from `first` held.
   void deliver_sack(std::uint32_t acked, std::uint32_t first, unsigned count) {
+    std::vector<std::uint32_t> psns;
+    for (unsigned k = 0; k < count; ++k) psns.push_back(first + k);
+    deliver_sack(acked, psns);
+  }
+  // The same, the PSNs held listed.
+  void deliver_sack(std::uint32_t acked, const std::vector<std::uint32_t>& psns) {
     std::uint8_t bytes[wire::SackEth::kSize] = {};
-    for (unsigned k = 0; k < count; ++k) {
-      const std::int32_t i = Psn(first + k) - Psn(acked + 1);
+    for (const std::uint32_t psn : psns) {
+      const std::int32_t i = Psn(psn) - Psn(acked + 1);
       ASSERT_TRUE(i >= 0 && i < static_cast<std::int32_t>(wire::SackEth::kBits));
       wire::SackEth::set(bytes, static_cast<unsigned>(i));
     }
@@ -44,6 +50,26 @@ class SelectiveRepeat : public QpTest {
   }
 
   std::uint64_t count(Counter c) const { return qp_->counters().get(c); }
+
+  // The local ACK timeout of perftest and most programs: 4.096 us << 14,
+  // 67 ms.
+  static constexpr Nanos kFullTimeout = Nanos{4096} << 14;
+  void use_full_timeout() {
+    local_ack_timeout_ = 14;
+    make_qp(QpType::kRc, 4, /*selective_repeat=*/true);
+  }
+
+  // A one-packet SEND posted and sent at `sent`, acknowledged at `acked`.
+  void send_acked(Nanos sent, Nanos acked) {
+    std::vector<std::uint8_t> buf(8);
+    ASSERT_EQ(qp_->post_send(send_wr(WrOpcode::kSend, buf, 1)), 0);
+    ASSERT_EQ(drain(sent).size(), 1u);
+    const Sent s = pop();
+    wire::ExtHeaders ack;
+    ack.aeth = {AethSyndrome::ack(), 0};
+    deliver(Opcode::kRcAcknowledge, s.bth.psn.value(), ack, {}, false, acked);
+    ASSERT_EQ(poll(scq_).size(), 1u);
+  }
 };
 
 TEST_F(SelectiveRepeat, ResponderKeepsWritesAheadOfAGapAndExecutesThemInOrder) {
@@ -195,6 +221,112 @@ TEST_F(SelectiveRepeat, ATimeoutResendsWhatIsNotHeldAndProbesTheOldest) {
   auto& probe = drain(again);
   ASSERT_EQ(probe.size(), 1u);
   EXPECT_EQ(probe[0].bth.psn, Psn(kOurPsn + 2));
+}
+
+TEST_F(SelectiveRepeat, ResponsesSayTheResponderKeepsWhatComesOutOfOrder) {
+  // Before any loss, so that the requester knows what its peer does.
+  std::vector<std::uint8_t> buf(16);
+  post_recv(buf, 1);
+  deliver(Opcode::kRcSendOnly, kPeerPsn, {}, bytes(8), true);
+  ASSERT_EQ(drain().size(), 1u);
+  const Sent ack = pop();
+  EXPECT_EQ(ack.opcode(), Opcode::kRcAcknowledge);
+  EXPECT_TRUE(ack.bth.selective_repeat);
+
+  // Not to a requester that does not offer it (rxe reads nothing there,
+  // but says nothing either).
+  make_qp(QpType::kRc, 4, /*selective_repeat=*/true);
+  peer_offers_sr_ = false;
+  post_recv(buf, 1);
+  deliver(Opcode::kRcSendOnly, kPeerPsn, {}, bytes(8), true);
+  ASSERT_EQ(drain().size(), 1u);
+  EXPECT_FALSE(pop().bth.selective_repeat);
+}
+
+TEST_F(SelectiveRepeat, ALossAtTheTailIsProbedAfterAFewRoundTrips) {
+  use_full_timeout();
+  send_acked(0, 10'000);         // the ACK says the peer keeps out of order
+  send_acked(100'000, 150'000);  // a round trip of 50 us
+  // A WRITE of two packets, the last of what is posted: nothing sent
+  // after a loss here draws a SACK.
+  std::vector<std::uint8_t> buf = bytes(2 * 256, 9);
+  SendWr wr = send_wr(WrOpcode::kRdmaWrite, buf, 2);
+  wr.remote_addr = 0x3000;
+  wr.rkey = 0x44;
+  ASSERT_EQ(qp_->post_send(wr), 0);
+  const Nanos t = 200'000;
+  ASSERT_EQ(drain(t).size(), 2u);
+  sink_.sent.clear();
+  // Round-trip 50 us, deviation 25 us: srtt + 4 rttvar = 150 us.
+  EXPECT_EQ(qp_->next_deadline(), t + 150'000);
+  qp_->on_timer(t + 150'000);
+  auto& probe = drain(t + 150'000);
+  ASSERT_EQ(probe.size(), 1u) << "the oldest PSN alone";
+  EXPECT_EQ(probe[0].bth.psn, Psn(kOurPsn + 2));
+  EXPECT_TRUE(probe[0].bth.ack_req);
+  EXPECT_EQ(count(Counter::kSrTailProbes), 1u);
+  EXPECT_EQ(count(Counter::kLocalAckTimeoutErr), 0u) << "not a timeout";
+  EXPECT_EQ(count(Counter::kCompleterRetryErr), 0u);
+  sink_.sent.clear();
+  // Nothing came back: the next probe waits twice as long.
+  EXPECT_EQ(qp_->next_deadline(), t + 150'000 + 300'000);
+
+  // The first packet arrives; the second was lost: a probe again, once
+  // the ACK moved the requester on.
+  wire::ExtHeaders ack;
+  ack.aeth = {AethSyndrome::ack(), 0};
+  deliver(Opcode::kRcAcknowledge, kOurPsn + 2, ack, {}, false, t + 200'000);
+  const Nanos again = qp_->next_deadline();
+  ASSERT_LT(again, t + 200'000 + kFullTimeout);
+  qp_->on_timer(again);
+  auto& second = drain(again);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].bth.psn, Psn(kOurPsn + 3));
+  EXPECT_EQ(second[0].payload, std::vector<std::uint8_t>(buf.begin() + 256, buf.end()));
+  EXPECT_EQ(count(Counter::kSrTailProbes), 2u);
+  deliver(Opcode::kRcAcknowledge, kOurPsn + 3, ack, {}, false, again + 50'000);
+  const auto wc = poll(scq_);
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].wr_id, 2u);
+  EXPECT_EQ(wc[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(qp_->next_deadline(), 0u) << "nothing outstanding";
+}
+
+TEST_F(SelectiveRepeat, UnansweredTailProbesBackOffUntilTheFullTimeout) {
+  use_full_timeout();
+  send_acked(0, 10'000);
+  send_acked(100'000, 150'000);
+  std::vector<std::uint8_t> buf(8);
+  ASSERT_EQ(qp_->post_send(send_wr(WrOpcode::kSend, buf, 3)), 0);
+  Nanos t = 200'000;
+  ASSERT_EQ(drain(t).size(), 1u);
+  // Probes after 150 us, 300 us, ... 38.4 ms: then 76.8 ms would be
+  // longer than the full timeout, which runs instead and spends retry_cnt.
+  Nanos wait = 150'000;
+  for (unsigned k = 0; k < 9; ++k, wait *= 2) {
+    ASSERT_EQ(qp_->next_deadline(), t + wait) << "probe " << k;
+    t += wait;
+    sink_.sent.clear();
+    qp_->on_timer(t);
+    ASSERT_EQ(drain(t).size(), 1u) << "probe " << k << " resends the SEND";
+  }
+  EXPECT_EQ(count(Counter::kSrTailProbes), 9u);
+  EXPECT_EQ(count(Counter::kLocalAckTimeoutErr), 0u);
+  ASSERT_EQ(qp_->next_deadline(), t + kFullTimeout);
+  qp_->on_timer(t + kFullTimeout);
+  EXPECT_EQ(count(Counter::kLocalAckTimeoutErr), 1u);
+  EXPECT_EQ(count(Counter::kSrTailProbes), 9u);
+}
+
+TEST_F(SelectiveRepeat, WithoutAPeerThatKeepsOutOfOrderTheFullTimeoutRuns) {
+  peer_offers_sr_ = false;  // its ACKs do not say it keeps them
+  use_full_timeout();
+  send_acked(0, 10'000);
+  send_acked(100'000, 150'000);
+  std::vector<std::uint8_t> buf(8);
+  ASSERT_EQ(qp_->post_send(send_wr(WrOpcode::kSend, buf, 3)), 0);
+  ASSERT_EQ(drain(200'000).size(), 1u);
+  EXPECT_EQ(qp_->next_deadline(), 200'000 + kFullTimeout);
 }
 
 TEST_F(SelectiveRepeat, ASackForAQpThatDidNotOfferItIsDropped) {

@@ -214,7 +214,8 @@ struct Coverage {
                 retransmits = 0, timeouts = 0, seq_naks = 0, duplicates_seen = 0,
                 out_of_retries = 0;  ///< seeds where a QP ran out of retries
   // Selective repeat: requests kept out of order, SACKs sent, PSNs resent.
-  std::uint64_t sr_kept = 0, sr_sacks = 0, sr_resent = 0;
+  std::uint64_t sr_kept = 0, sr_sacks = 0, sr_resent = 0, sr_probes = 0;
+  std::uint64_t virtual_ns = 0;    ///< the seeds' virtual time until every completion came
   std::uint64_t by_route[4] = {};  ///< seeds per kind of route (route_kind)
   std::uint64_t ipv6_frames = 0, tagged_frames = 0;
 };
@@ -295,6 +296,7 @@ void run_seed(std::uint64_t seed, const FaultModel& faults, Sr sr, Coverage& cov
   };
   const bool finished = net.run_until(drain, 60'000'000'000ull);  // 60 s of virtual time
   drain();
+  cov.virtual_ns += net.now();
   ASSERT_TRUE(finished) << "stalled at " << net.now() << " ns: " << nsend << "/" << expected_send
                         << " send, " << nrecv << "/" << expected_recv << " recv completions";
 
@@ -360,6 +362,7 @@ void run_seed(std::uint64_t seed, const FaultModel& faults, Sr sr, Coverage& cov
     cov.sr_kept += f->dst->counters().get(Counter::kSrOooKept);
     cov.sr_sacks += f->dst->counters().get(Counter::kSrSackSent);
     cov.sr_resent += c.get(Counter::kSrRetransmitted);
+    cov.sr_probes += c.get(Counter::kSrTailProbes);
   }
   EXPECT_EQ(nsend, expected_send);
   if (out_of_retries.empty()) {
@@ -428,10 +431,12 @@ TEST_P(SimProperty, EveryMessageExactlyOnceInOrderIntact) {
               static_cast<unsigned long long>(cov.out_of_retries));
   std::printf(
       "[ coverage ] %s: selective repeat: %llu requests kept out of order, %llu SACKs, %llu "
-      "packets resent selectively\n",
+      "packets resent selectively, %llu tail probes\n",
       GetParam().name, static_cast<unsigned long long>(cov.sr_kept),
-      static_cast<unsigned long long>(cov.sr_sacks),
-      static_cast<unsigned long long>(cov.sr_resent));
+      static_cast<unsigned long long>(cov.sr_sacks), static_cast<unsigned long long>(cov.sr_resent),
+      static_cast<unsigned long long>(cov.sr_probes));
+  std::printf("[ coverage ] %s: %.3f s of virtual time until the last completion\n",
+              GetParam().name, static_cast<double>(cov.virtual_ns) / 1e9);
   std::printf("[ coverage ] %s: seeds by route:", GetParam().name);
   for (int k = 0; k < 4; ++k)
     std::printf(" %s %llu", kRouteNames[k], static_cast<unsigned long long>(cov.by_route[k]));
