@@ -51,6 +51,17 @@ class SelectiveRepeat : public QpTest {
 
   std::uint64_t count(Counter c) const { return qp_->counters().get(c); }
 
+  // Posts a signaled RDMA WRITE of `buf` (a packet per 256 bytes at this
+  // path MTU) and sends it at `now`, every packet; the sink is left empty.
+  void write_sent(std::vector<std::uint8_t>& buf, std::uint64_t id, Nanos now = 0) {
+    SendWr wr = send_wr(WrOpcode::kRdmaWrite, buf, id);
+    wr.remote_addr = 0x1000;
+    wr.rkey = 0x42;
+    ASSERT_EQ(qp_->post_send(wr), 0);
+    ASSERT_EQ(drain(now).size(), (buf.size() + 255) / 256);
+    sink_.sent.clear();
+  }
+
   // The local ACK timeout of perftest and most programs: 4.096 us << 14,
   // 67 ms.
   static constexpr Nanos kFullTimeout = Nanos{4096} << 14;
@@ -158,12 +169,7 @@ TEST_F(SelectiveRepeat, RequestsOfferItOnlyWhenTheQpDoes) {
 TEST_F(SelectiveRepeat, RequesterResendsOnlyWhatTheSackShowsLost) {
   // Five packets of 256 bytes; the second is lost, the rest arrive.
   std::vector<std::uint8_t> buf = bytes(5 * 256, 3);
-  SendWr wr = send_wr(WrOpcode::kRdmaWrite, buf, 7);
-  wr.remote_addr = 0x1000;
-  wr.rkey = 0x42;
-  ASSERT_EQ(qp_->post_send(wr), 0);
-  ASSERT_EQ(drain().size(), 5u);
-  sink_.sent.clear();
+  write_sent(buf, 7);
   deliver_sack(kOurPsn, kOurPsn + 2, 3);
   ASSERT_EQ(drain().size(), 1u) << "only the lost packet goes again";
   const Sent resent = pop();
@@ -186,12 +192,7 @@ TEST_F(SelectiveRepeat, RequesterResendsOnlyWhatTheSackShowsLost) {
 
 TEST_F(SelectiveRepeat, ATimeoutResendsWhatIsNotHeldAndProbesTheOldest) {
   std::vector<std::uint8_t> buf = bytes(4 * 256, 5);
-  SendWr wr = send_wr(WrOpcode::kRdmaWrite, buf, 8);
-  wr.remote_addr = 0x2000;
-  wr.rkey = 0x43;
-  ASSERT_EQ(qp_->post_send(wr), 0);
-  ASSERT_EQ(drain().size(), 4u);
-  sink_.sent.clear();
+  write_sent(buf, 8);
   // The first two are lost; the peer holds the last two. The recovery
   // resends the first two, and loses them again.
   deliver_sack(kOurPsn - 1, kOurPsn + 2, 2);
@@ -250,13 +251,8 @@ TEST_F(SelectiveRepeat, ALossAtTheTailIsProbedAfterAFewRoundTrips) {
   // A WRITE of two packets, the last of what is posted: nothing sent
   // after a loss here draws a SACK.
   std::vector<std::uint8_t> buf = bytes(2 * 256, 9);
-  SendWr wr = send_wr(WrOpcode::kRdmaWrite, buf, 2);
-  wr.remote_addr = 0x3000;
-  wr.rkey = 0x44;
-  ASSERT_EQ(qp_->post_send(wr), 0);
   const Nanos t = 200'000;
-  ASSERT_EQ(drain(t).size(), 2u);
-  sink_.sent.clear();
+  write_sent(buf, 2, t);
   // Round-trip 50 us, deviation 25 us: srtt + 4 rttvar = 150 us.
   EXPECT_EQ(qp_->next_deadline(), t + 150'000);
   qp_->on_timer(t + 150'000);
