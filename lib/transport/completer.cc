@@ -82,6 +82,9 @@ void Qp::restart(Psn from, RetryCause cause) {
   if (sr_.peer && (cause == RetryCause::kTimeout || cause == RetryCause::kImpliedNak)) {
     sr_begin(req_.psn, /*probe=*/cause == RetryCause::kTimeout, /*reask=*/true);
   } else {
+    // What goes back is resent: not timed until past what was sent (Karn).
+    if (!sr_.resending || req_.psn.after(sr_.resent_to)) sr_.resent_to = req_.psn;
+    sr_.resending = true;
     go_back_n(from);
   }
 }

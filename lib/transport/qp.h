@@ -292,9 +292,10 @@ class Qp {
   bool gather(const SendWqe& wqe, std::uint32_t offset, std::uint32_t len, TxPacket& pkt);
   void go_back_n(wire::Psn psn);
   /// Starts the local ACK timer unless it runs (inline: every AckReq
-  /// packet asks, and it almost always does).
+  /// packet asks, and it almost always does). With selective repeat, a
+  /// running timer may also turn into a tail probe's, or back.
   void arm_retransmit(Nanos now) {
-    if (comp_.rto_deadline != 0 && !comp_.tail) return;
+    if (comp_.rto_deadline != 0 && !comp_.tail && !sr_.peer) return;
     start_retransmit_timer(now);
   }
   void start_retransmit_timer(Nanos now);
@@ -512,6 +513,9 @@ class Qp {
     Nanos timed_at = 0;
     Nanos srtt = 0;  ///< 0: no sample yet
     Nanos rttvar = 0;
+    /// Going back N: PSNs before resent_to are resent, not timed.
+    bool resending = false;
+    wire::Psn resent_to;
   } sr_;
   // The responder's side: requests kept out of order, at slot
   // psn % kMaxUnackedPsns (allocated the first time one comes), and which

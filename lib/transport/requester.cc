@@ -246,9 +246,12 @@ bool Qp::requester_send_one(TxSink& sink, Nanos now) {
   if (reliable() && pkt.bth.ack_req) {
     req_.ack_req_end = req_.psn;
     if (sr_.peer && !sr_.timing) {
-      sr_.timing = true;
-      sr_.timed = req_.psn;
-      sr_.timed_at = now;
+      if (sr_.resending && req_.psn.after(sr_.resent_to)) sr_.resending = false;
+      if (!sr_.resending) {
+        sr_.timing = true;
+        sr_.timed = req_.psn;
+        sr_.timed_at = now;
+      }
     }
     arm_retransmit(now);
   }
@@ -260,11 +263,22 @@ void Qp::start_retransmit_timer(Nanos now) {
   // IBA 9.7.6.1.3: local ACK timeout = 4.096 us * 2^timeout.
   const Nanos timeout = Nanos{4096} << attr_.timeout;
   if (comp_.rto_deadline != 0) {
-    // A tail probe's timer, and the requester sends on: it is not at its
-    // tail any more, and the full timeout runs.
-    if (!comp_.tail || sr_tail()) return;
-    comp_.tail = false;
-    comp_.rto_deadline = now + timeout;
+    const bool at_tail = sr_tail();
+    if (comp_.tail) {
+      // A tail probe's timer, and the requester sends on: it is not at
+      // its tail any more, and the full timeout runs.
+      if (at_tail) return;
+      comp_.tail = false;
+      comp_.rto_deadline = now + timeout;
+      return;
+    }
+    // The full timeout runs (for an AckReq sent before), and the
+    // requester has come to its tail: a probe, if it comes sooner.
+    const Nanos probe = at_tail ? sr_probe_timeout() : 0;
+    if (probe != 0 && probe < timeout && now + probe < comp_.rto_deadline) {
+      comp_.tail = true;
+      comp_.rto_deadline = now + probe;
+    }
     return;
   }
   // With selective repeat, a loss at the tail (nothing sent after it to

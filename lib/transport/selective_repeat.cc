@@ -50,6 +50,11 @@ constexpr std::uint32_t kTailPackets = 3;
 // The shortest a tail probe waits: below the round-trip times that an
 // engine's scheduling adds on a loaded host.
 constexpr Nanos kMinTailProbeNs = 100'000;
+// Unanswered probes double their wait this many times at most; then only
+// the full local ACK timeout runs. (With a long timeout attribute, up to
+// 2^31 x 4.096 us, doubling alone might never reach it.)
+constexpr unsigned kMaxTailProbes = 16;
+constexpr Nanos kMaxFirstProbeNs = Nanos{1} << 40;  // 18 minutes
 
 }  // namespace
 
@@ -88,7 +93,7 @@ bool Qp::sr_acked_to(Psn to) {
 void Qp::sr_progress(Nanos now) {
   sr_slide();
   if (sr_.acked_to.before(comp_.psn)) sr_.acked_to = comp_.psn;
-  if (sr_.timing && !comp_.psn.before(sr_.timed)) {
+  if (sr_.timing && !comp_.psn.before(sr_.timed) && now > sr_.timed_at) {
     // RFC 6298's smoothing, in nanoseconds.
     sr_.timing = false;
     const Nanos rtt = now - sr_.timed_at;
@@ -113,9 +118,12 @@ bool Qp::sr_tail() const {
 }
 
 Nanos Qp::sr_probe_timeout() const {
-  if (sr_.srtt == 0) return 0;
+  if (sr_.srtt == 0 || comp_.tail_probes > kMaxTailProbes) return 0;
   const Nanos first = std::max({kMinTailProbeNs, 2 * sr_.srtt, sr_.srtt + 4 * sr_.rttvar});
-  return first << std::min<unsigned>(comp_.tail_probes, 16);
+  // Past the last probe, or a round trip of minutes: the full timeout,
+  // which spends retry_cnt, whatever the QP's timeout attribute.
+  if (first >= kMaxFirstProbeNs) return 0;
+  return first << comp_.tail_probes;
 }
 
 void Qp::sr_tail_probe(Nanos now) {
@@ -123,11 +131,12 @@ void Qp::sr_tail_probe(Nanos now) {
   // or its answer draws an ACK (everything was received and the last ACK
   // lost) or a SACK of what is missing. No retry budget is spent: the
   // probes back off, and once the full timeout is the shorter, it runs.
+  // (A recovery under way gives way: the probe's answer shows what it
+  // still misses.)
   counters_.inc(Counter::kSrTailProbes);
   comp_.tail = false;
-  if (comp_.tail_probes < 255) ++comp_.tail_probes;
-  sr_begin(sr_.round && sr_.end.after(comp_.psn + 1) ? sr_.end : comp_.psn + 1, /*probe=*/true,
-           /*reask=*/true);
+  if (comp_.tail_probes <= kMaxTailProbes) ++comp_.tail_probes;
+  sr_begin(comp_.psn + 1, /*probe=*/true, /*reask=*/true);
   arm_retransmit(now);
 }
 

@@ -314,6 +314,32 @@ TEST_F(SelectiveRepeat, UnansweredTailProbesBackOffUntilTheFullTimeout) {
   EXPECT_EQ(count(Counter::kSrTailProbes), 9u);
 }
 
+TEST_F(SelectiveRepeat, ADeadPeerEndsTheQpWhateverItsTimeout) {
+  // timeout 31: 2^31 x 4.096 us, 2.4 hours. Probes doubling from 150 us
+  // would never get there; after the last one the full timeout runs and
+  // spends retry_cnt (2) like any other.
+  local_ack_timeout_ = 31;
+  make_qp(QpType::kRc, 4, /*selective_repeat=*/true);
+  send_acked(0, 10'000);
+  send_acked(100'000, 150'000);
+  std::vector<std::uint8_t> buf(8);
+  ASSERT_EQ(qp_->post_send(send_wr(WrOpcode::kSend, buf, 3)), 0);
+  drain(200'000);
+  std::vector<Wc> wc;
+  for (int k = 0; k < 40 && wc.empty(); ++k) {
+    const Nanos t = qp_->next_deadline();
+    ASSERT_NE(t, 0u) << "the timer stopped with the SEND outstanding";
+    qp_->on_timer(t);
+    drain(t);
+    sink_.sent.clear();
+    wc = poll(scq_);
+  }
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].status, WcStatus::kRetryExcErr);
+  EXPECT_EQ(count(Counter::kSrTailProbes), 17u);
+  EXPECT_EQ(count(Counter::kLocalAckTimeoutErr), 3u);
+}
+
 TEST_F(SelectiveRepeat, WithoutAPeerThatKeepsOutOfOrderTheFullTimeoutRuns) {
   peer_offers_sr_ = false;  // its ACKs do not say it keeps them
   use_full_timeout();
