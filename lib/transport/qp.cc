@@ -518,8 +518,9 @@ bool Qp::has_work(Nanos now) const {
 }
 
 std::size_t Qp::state_bytes() const {
-  std::size_t kept_bytes = sr_kept_.capacity() * sizeof(KeptRequest);
-  for (const KeptRequest& k : sr_kept_) kept_bytes += k.frame.capacity();
+  std::size_t kept_bytes = sr_kept_.capacity() * sizeof(sr_kept_[0]);
+  for (const auto& k : sr_kept_)
+    if (k) kept_bytes += sizeof(KeptRequest) + k->frame.capacity();
   return sizeof(Qp) + sq_.capacity() * sizeof(SendWqe) + sq_sges_.capacity() * sizeof(Sge) +
          sq_inline_.capacity() + sq_routes_.capacity() * sizeof(wire::RouteTemplate) +
          own_rq_.capacity_bytes() + res_.capacity() * sizeof(RespResource) +

@@ -17,6 +17,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -222,7 +223,9 @@ class Qp {
   };
 
   // A request the responder received ahead of the expected PSN and keeps
-  // (selective repeat): its frame, and the packet parsed from it.
+  // (selective repeat): its frame, and the packet parsed from it. Each is
+  // allocated when it comes and freed when it runs or is forgotten, so a
+  // QP holds frames only while a gap is open.
   struct KeptRequest {
     std::vector<std::uint8_t> frame;
     wire::RocePacket pkt;  ///< spans into `frame`
@@ -342,7 +345,10 @@ class Qp {
   void on_selective_ack(const wire::RocePacket& pkt, Nanos now);
   void sr_keep(const wire::RocePacket& pkt);
   bool sr_holds(wire::Psn psn) const;
+  /// Frees the slot of `psn` (whatever PSN it holds).
   void sr_forget(wire::Psn psn);
+  /// Takes the request kept for `psn` out of its slot, which it frees.
+  std::unique_ptr<KeptRequest> sr_take(wire::Psn psn);
   /// Executes the expected request `pkt`, then the kept ones it lets run.
   void sr_execute_with_kept(const wire::RocePacket& pkt, Nanos now);
   void sr_drain(Nanos now);
@@ -352,8 +358,10 @@ class Qp {
   void sr_forget_skipped(wire::Psn from);
   wire::Psn sr_cumulative() const;
   void queue_sack();
-  KeptRequest& kept_at(wire::Psn psn) { return sr_kept_[psn.value() % kMaxUnackedPsns]; }
-  const KeptRequest& kept_at(wire::Psn psn) const {
+  std::unique_ptr<KeptRequest>& kept_at(wire::Psn psn) {
+    return sr_kept_[psn.value() % kMaxUnackedPsns];
+  }
+  const std::unique_ptr<KeptRequest>& kept_at(wire::Psn psn) const {
     return sr_kept_[psn.value() % kMaxUnackedPsns];
   }
 
@@ -518,9 +526,9 @@ class Qp {
     wire::Psn resent_to;
   } sr_;
   // The responder's side: requests kept out of order, at slot
-  // psn % kMaxUnackedPsns (allocated the first time one comes), and which
-  // slots hold one.
-  std::vector<KeptRequest> sr_kept_;
+  // psn % kMaxUnackedPsns (the slots allocated the first time one comes),
+  // and which slots hold one.
+  std::vector<std::unique_ptr<KeptRequest>> sr_kept_;
   std::array<std::uint64_t, kMaxUnackedPsns / 64> sr_held_{};
   std::uint32_t sr_kept_count_ = 0;
 };

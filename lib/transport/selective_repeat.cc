@@ -297,21 +297,27 @@ Qp::Resend Qp::sr_resend_one(TxSink& sink, Nanos now) {
 // --- responder ------------------------------------------------------------
 
 void Qp::sr_clear_kept() {
+  if (sr_kept_count_ != 0) {
+    for (auto& k : sr_kept_) k.reset();
+  }
   sr_held_.fill(0);
   sr_kept_count_ = 0;
 }
 
 bool Qp::sr_holds(Psn psn) const {
   const std::uint32_t i = bit_of(psn);
-  return (sr_held_[i / 64] >> (i % 64) & 1) != 0 && kept_at(psn).pkt.bth.psn == psn;
+  return (sr_held_[i / 64] >> (i % 64) & 1) != 0 && kept_at(psn)->pkt.bth.psn == psn;
 }
 
-void Qp::sr_forget(Psn psn) {
+void Qp::sr_forget(Psn psn) { (void)sr_take(psn); }
+
+std::unique_ptr<Qp::KeptRequest> Qp::sr_take(Psn psn) {
   const std::uint32_t i = bit_of(psn);
   const std::uint64_t bit = std::uint64_t{1} << (i % 64);
-  if ((sr_held_[i / 64] & bit) == 0) return;
+  if ((sr_held_[i / 64] & bit) == 0) return nullptr;
   sr_held_[i / 64] &= ~bit;
   --sr_kept_count_;
+  return std::move(kept_at(psn));
 }
 
 void Qp::sr_keep(const wire::RocePacket& pkt) {
@@ -323,12 +329,13 @@ void Qp::sr_keep(const wire::RocePacket& pkt) {
     // A slot still marked holds a PSN the expected one has passed (a
     // READ's PSNs skipped over it): stale, replaced.
     sr_forget(psn);
-    KeptRequest& k = kept_at(psn);
-    k.frame.assign(pkt.frame.begin(), pkt.frame.end());
-    k.pkt = pkt;
-    k.pkt.frame = wire::ConstBytes(k.frame.data(), k.frame.size());
-    k.pkt.payload = wire::ConstBytes(k.frame.data() + (pkt.payload.data() - pkt.frame.data()),
-                                     pkt.payload.size());
+    auto k = std::make_unique<KeptRequest>();
+    k->frame.assign(pkt.frame.begin(), pkt.frame.end());
+    k->pkt = pkt;
+    k->pkt.frame = wire::ConstBytes(k->frame.data(), k->frame.size());
+    k->pkt.payload = wire::ConstBytes(k->frame.data() + (pkt.payload.data() - pkt.frame.data()),
+                                      pkt.payload.size());
+    kept_at(psn) = std::move(k);
     const std::uint32_t i = bit_of(psn);
     sr_held_[i / 64] |= std::uint64_t{1} << (i % 64);
     ++sr_kept_count_;
@@ -349,8 +356,8 @@ void Qp::sr_drain(Nanos now) {
   Psn last_write;  // of the last SEND or WRITE executed
   while (sr_kept_count_ > 0 && !resp_.fatal && sr_holds(resp_.epsn)) {
     const Psn before = resp_.epsn;
-    sr_forget(before);
-    const wire::RocePacket& kept = kept_at(before).pkt;
+    const std::unique_ptr<KeptRequest> k = sr_take(before);
+    const wire::RocePacket& kept = k->pkt;
     responder_execute(kept, now);
     // Not executed (no receive WQE, no resource): the requester resends
     // it, as it would under go-back-N.
@@ -380,7 +387,7 @@ void Qp::sr_sack(Psn acked, std::uint8_t* bytes) const {
   for (std::uint32_t w = 0; w < sr_held_.size(); ++w) {
     for (std::uint64_t m = sr_held_[w]; m != 0; m &= m - 1) {
       const auto slot = w * 64 + static_cast<std::uint32_t>(std::countr_zero(m));
-      const Psn p = sr_kept_[slot].pkt.bth.psn;
+      const Psn p = sr_kept_[slot]->pkt.bth.psn;
       const std::int32_t i = p - first;
       if (i >= 0 && i < kBits && sr_holds(p)) wire::SackEth::set(bytes, static_cast<unsigned>(i));
     }

@@ -80,6 +80,12 @@ class QpTest : public ::testing::Test {
     init.recv_cq = &rcq_;
     init.memory = &mem_;
     qp_ = std::make_unique<Qp>(init);
+    max_dest_rd_atomic_ = max_dest_rd_atomic;
+    connect();
+  }
+
+  // Takes the QP from RESET to RTS, connected to the peer.
+  void connect() {
     using namespace attr_mask;
     QpAttr a;
     a.qp_state = QpState::kInit;
@@ -90,7 +96,7 @@ class QpTest : public ::testing::Test {
     a.path_mtu = wire::Mtu::k256;
     a.dest_qp_num = kPeerQpn;
     a.rq_psn = kPeerPsn;
-    a.max_dest_rd_atomic = max_dest_rd_atomic;
+    a.max_dest_rd_atomic = max_dest_rd_atomic_;
     a.min_rnr_timer = 14;  // 1.28 ms
     const bool rc = qp_->type() == QpType::kRc;
     ASSERT_EQ(qp_->modify(a,
@@ -174,6 +180,7 @@ class QpTest : public ::testing::Test {
   std::deque<std::vector<std::uint8_t>> frames_;
   bool peer_offers_sr_ = false;         ///< the peer's requests offer selective repeat
   std::uint8_t local_ack_timeout_ = 1;  ///< the next make_qp's: 8.192 us
+  std::uint8_t max_dest_rd_atomic_ = 4;
 };
 
 inline std::vector<std::uint8_t> bytes(std::size_t n, std::uint8_t seed = 1) {

@@ -90,9 +90,12 @@ TEST_F(SelectiveRepeat, ResponderKeepsWritesAheadOfAGapAndExecutesThemInOrder) {
     deliver(Opcode::kRcRdmaWriteOnly, kPeerPsn + k, reth(target.data() + 16 * k, key, 16),
             bytes(16, static_cast<std::uint8_t>(16 * k)), /*ack_req=*/true);
   };
+  const std::size_t bytes_before = qp_->state_bytes();
   write(1);  // PSN kPeerPsn lost
   write(2);
   EXPECT_EQ(target, std::vector<std::uint8_t>(48, 0)) << "nothing executes ahead of the gap";
+  const std::size_t bytes_holding = qp_->state_bytes();
+  EXPECT_GT(bytes_holding, bytes_before + 2 * 16) << "the kept frames";
   ASSERT_EQ(drain().size(), 1u) << "one SACK for both";
   Sent sack = pop();
   EXPECT_EQ(sack.opcode(), Opcode::kSelectiveAcknowledge);
@@ -116,6 +119,9 @@ TEST_F(SelectiveRepeat, ResponderKeepsWritesAheadOfAGapAndExecutesThemInOrder) {
   EXPECT_EQ(ack.bth.psn, Psn(kPeerPsn + 2));
   EXPECT_EQ(ack.ext.aeth.syndrome.type, wire::AethType::kAck);
   EXPECT_EQ(qp_->progress_state().rq_psn, kPeerPsn + 3);
+  // What stays is the table of slots; the frames went when they ran.
+  EXPECT_LT(qp_->state_bytes(), bytes_holding);
+  EXPECT_LE(qp_->state_bytes(), bytes_before + kMaxUnackedPsns * sizeof(void*));
 }
 
 TEST_F(SelectiveRepeat, KeptSendsFillTheReceiveQueueInPsnOrder) {
@@ -361,6 +367,105 @@ TEST_F(SelectiveRepeat, ASackForAQpThatDidNotOfferItIsDropped) {
   EXPECT_EQ(count(Counter::kDroppedInvalid), 1u);
   EXPECT_TRUE(poll(scq_).empty()) << "not taken as an ACK";
   EXPECT_TRUE(drain().empty());
+}
+
+TEST_F(SelectiveRepeat, AProbeOfAReadAsksOnlyForTheResponsesMissing) {
+  use_full_timeout();
+  send_acked(0, 10'000);
+  send_acked(100'000, 150'000);  // a round trip of 50 us: probes after 150 us
+  // A READ of two responses (PSNs +2, +3), the last of what is posted.
+  std::vector<std::uint8_t> local(512);
+  SendWr r = send_wr(WrOpcode::kRdmaRead, local, 3);
+  r.remote_addr = 0x10000;
+  r.rkey = 0x77;
+  ASSERT_EQ(qp_->post_send(r), 0);
+  const Nanos t = 200'000;
+  ASSERT_EQ(drain(t).size(), 1u);
+  sink_.sent.clear();
+
+  // No response: the probe asks the whole READ again, from its PSN.
+  ASSERT_EQ(qp_->next_deadline(), t + 150'000);
+  qp_->on_timer(t + 150'000);
+  ASSERT_EQ(drain(t + 150'000).size(), 1u);
+  Sent s = pop();
+  EXPECT_EQ(s.opcode(), Opcode::kRcRdmaReadRequest);
+  EXPECT_EQ(s.bth.psn, Psn(kOurPsn + 2));
+  EXPECT_EQ(s.ext.reth.va, 0x10000u);
+  EXPECT_EQ(s.ext.reth.dma_length, 512u);
+
+  // The first response comes, the second is lost: the next probe asks
+  // for the second alone, from its PSN and address.
+  const auto remote = bytes(512, 5);
+  wire::ExtHeaders aeth;
+  aeth.aeth = {AethSyndrome::ack(), 1};
+  deliver(Opcode::kRcRdmaReadResponseFirst, kOurPsn + 2, aeth,
+          std::vector<std::uint8_t>(remote.begin(), remote.begin() + 256), false, t + 200'000);
+  const Nanos again = qp_->next_deadline();
+  ASSERT_LT(again, t + 200'000 + kFullTimeout);
+  qp_->on_timer(again);
+  ASSERT_EQ(drain(again).size(), 1u);
+  s = pop();
+  EXPECT_EQ(s.opcode(), Opcode::kRcRdmaReadRequest);
+  EXPECT_EQ(s.bth.psn, Psn(kOurPsn + 3));
+  EXPECT_EQ(s.ext.reth.va, 0x10000u + 256);
+  EXPECT_EQ(s.ext.reth.dma_length, 256u);
+  EXPECT_EQ(count(Counter::kSrTailProbes), 2u);
+  EXPECT_EQ(count(Counter::kLocalAckTimeoutErr), 0u);
+
+  // Its answer completes the READ with every byte in place.
+  deliver(Opcode::kRcRdmaReadResponseOnly, kOurPsn + 3, aeth,
+          std::vector<std::uint8_t>(remote.begin() + 256, remote.end()), false, again + 50'000);
+  const auto wc = poll(scq_);
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(local, remote);
+  EXPECT_EQ(qp_->next_deadline(), 0u);
+}
+
+TEST_F(SelectiveRepeat, EveryKindOfAnswerCarriesTheOffer) {
+  // A SACK, a READ's responses and a NAK, as well as the ACKs above.
+  std::vector<std::uint8_t> target(16);
+  const auto key = mem_.reg(target.data(), target.size(), kAll);
+  deliver(Opcode::kRcRdmaWriteOnly, kPeerPsn + 1, reth(target.data(), key, 16), bytes(16), true);
+  ASSERT_EQ(drain().size(), 1u);
+  Sent s = pop();
+  EXPECT_EQ(s.opcode(), Opcode::kSelectiveAcknowledge);
+  EXPECT_TRUE(s.bth.selective_repeat);
+
+  deliver(Opcode::kRcRdmaReadRequest, kPeerPsn, reth(target.data(), key, 16), {}, true);
+  auto& answers = drain();
+  ASSERT_EQ(answers.size(), 2u) << "the READ's response, then the ACK of the kept WRITE";
+  s = pop();
+  EXPECT_EQ(s.opcode(), Opcode::kRcRdmaReadResponseOnly);
+  EXPECT_TRUE(s.bth.selective_repeat);
+  s = pop();
+  EXPECT_EQ(s.opcode(), Opcode::kRcAcknowledge);
+  EXPECT_EQ(s.bth.psn, Psn(kPeerPsn + 1));
+  EXPECT_TRUE(s.bth.selective_repeat);
+
+  // A WRITE to a key nobody registered: NAK remote access error.
+  deliver(Opcode::kRcRdmaWriteOnly, kPeerPsn + 2, reth(target.data(), key + 1, 16), bytes(16),
+          true);
+  ASSERT_EQ(drain().size(), 1u);
+  s = pop();
+  EXPECT_EQ(s.opcode(), Opcode::kRcAcknowledge);
+  EXPECT_EQ(s.ext.aeth.syndrome.type, wire::AethType::kNak);
+  EXPECT_TRUE(s.bth.selective_repeat);
+}
+
+TEST_F(SelectiveRepeat, AResetQpForgetsItsPeerAndItsRoundTrip) {
+  use_full_timeout();
+  send_acked(0, 10'000);
+  send_acked(100'000, 150'000);
+  QpAttr reset;
+  reset.qp_state = QpState::kReset;
+  ASSERT_EQ(qp_->modify(reset, attr_mask::kState, 0), 0);
+  connect();
+  std::vector<std::uint8_t> buf(8);
+  ASSERT_EQ(qp_->post_send(send_wr(WrOpcode::kSend, buf, 9)), 0);
+  ASSERT_EQ(drain(1'000'000).size(), 1u);
+  EXPECT_EQ(qp_->next_deadline(), 1'000'000 + kFullTimeout)
+      << "no probe before the new peer's first answer";
 }
 
 }  // namespace
