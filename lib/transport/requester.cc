@@ -245,7 +245,10 @@ bool Qp::requester_send_one(TxSink& sink, Nanos now) {
   // asked to acknowledge yet, and go back to resend them.
   if (reliable() && pkt.bth.ack_req) {
     req_.ack_req_end = req_.psn;
-    if (sr_.peer && !sr_.timing) {
+    // Timed from the first request on, before the peer is known to keep
+    // what comes out of order: its first answer then says so and gives
+    // the first round trip, and tail probes can begin.
+    if (selective_repeat_ && !sr_.timing) {
       if (sr_.resending && req_.psn.after(sr_.resent_to)) sr_.resending = false;
       if (!sr_.resending) {
         sr_.timing = true;

@@ -70,16 +70,21 @@ class SelectiveRepeat : public QpTest {
     make_qp(QpType::kRc, 4, /*selective_repeat=*/true);
   }
 
-  // A one-packet SEND posted and sent at `sent`, acknowledged at `acked`.
-  void send_acked(Nanos sent, Nanos acked) {
+  // Two one-packet SENDs (PSNs +0, +1) sent at 0 and acknowledged
+  // together at 50 us. The ACK is the peer's first answer: it says the
+  // peer keeps out of order, and times the first SEND's round trip (the
+  // second is not timed, one at a time): SRTT 50 us, RTTVAR 25 us, so a
+  // tail probe waits 150 us.
+  void learn_peer() {
     std::vector<std::uint8_t> buf(8);
     ASSERT_EQ(qp_->post_send(send_wr(WrOpcode::kSend, buf, 1)), 0);
-    ASSERT_EQ(drain(sent).size(), 1u);
-    const Sent s = pop();
+    ASSERT_EQ(qp_->post_send(send_wr(WrOpcode::kSend, buf, 1)), 0);
+    ASSERT_EQ(drain(0).size(), 2u);
+    sink_.sent.clear();
     wire::ExtHeaders ack;
     ack.aeth = {AethSyndrome::ack(), 0};
-    deliver(Opcode::kRcAcknowledge, s.bth.psn.value(), ack, {}, false, acked);
-    ASSERT_EQ(poll(scq_).size(), 1u);
+    deliver(Opcode::kRcAcknowledge, kOurPsn + 1, ack, {}, false, 50'000);
+    ASSERT_EQ(poll(scq_).size(), 2u);
   }
 };
 
@@ -252,8 +257,7 @@ TEST_F(SelectiveRepeat, ResponsesSayTheResponderKeepsWhatComesOutOfOrder) {
 
 TEST_F(SelectiveRepeat, ALossAtTheTailIsProbedAfterAFewRoundTrips) {
   use_full_timeout();
-  send_acked(0, 10'000);         // the ACK says the peer keeps out of order
-  send_acked(100'000, 150'000);  // a round trip of 50 us
+  learn_peer();
   // A WRITE of two packets, the last of what is posted: nothing sent
   // after a loss here draws a SACK.
   std::vector<std::uint8_t> buf = bytes(2 * 256, 9);
@@ -296,8 +300,7 @@ TEST_F(SelectiveRepeat, ALossAtTheTailIsProbedAfterAFewRoundTrips) {
 
 TEST_F(SelectiveRepeat, UnansweredTailProbesBackOffUntilTheFullTimeout) {
   use_full_timeout();
-  send_acked(0, 10'000);
-  send_acked(100'000, 150'000);
+  learn_peer();
   std::vector<std::uint8_t> buf(8);
   ASSERT_EQ(qp_->post_send(send_wr(WrOpcode::kSend, buf, 3)), 0);
   Nanos t = 200'000;
@@ -326,8 +329,7 @@ TEST_F(SelectiveRepeat, ADeadPeerEndsTheQpWhateverItsTimeout) {
   // spends retry_cnt (2) like any other.
   local_ack_timeout_ = 31;
   make_qp(QpType::kRc, 4, /*selective_repeat=*/true);
-  send_acked(0, 10'000);
-  send_acked(100'000, 150'000);
+  learn_peer();
   std::vector<std::uint8_t> buf(8);
   ASSERT_EQ(qp_->post_send(send_wr(WrOpcode::kSend, buf, 3)), 0);
   drain(200'000);
@@ -349,8 +351,7 @@ TEST_F(SelectiveRepeat, ADeadPeerEndsTheQpWhateverItsTimeout) {
 TEST_F(SelectiveRepeat, WithoutAPeerThatKeepsOutOfOrderTheFullTimeoutRuns) {
   peer_offers_sr_ = false;  // its ACKs do not say it keeps them
   use_full_timeout();
-  send_acked(0, 10'000);
-  send_acked(100'000, 150'000);
+  learn_peer();
   std::vector<std::uint8_t> buf(8);
   ASSERT_EQ(qp_->post_send(send_wr(WrOpcode::kSend, buf, 3)), 0);
   ASSERT_EQ(drain(200'000).size(), 1u);
@@ -371,8 +372,7 @@ TEST_F(SelectiveRepeat, ASackForAQpThatDidNotOfferItIsDropped) {
 
 TEST_F(SelectiveRepeat, AProbeOfAReadAsksOnlyForTheResponsesMissing) {
   use_full_timeout();
-  send_acked(0, 10'000);
-  send_acked(100'000, 150'000);  // a round trip of 50 us: probes after 150 us
+  learn_peer();
   // A READ of two responses (PSNs +2, +3), the last of what is posted.
   std::vector<std::uint8_t> local(512);
   SendWr r = send_wr(WrOpcode::kRdmaRead, local, 3);
@@ -455,8 +455,7 @@ TEST_F(SelectiveRepeat, EveryKindOfAnswerCarriesTheOffer) {
 
 TEST_F(SelectiveRepeat, AResetQpForgetsItsPeerAndItsRoundTrip) {
   use_full_timeout();
-  send_acked(0, 10'000);
-  send_acked(100'000, 150'000);
+  learn_peer();
   QpAttr reset;
   reset.qp_state = QpState::kReset;
   ASSERT_EQ(qp_->modify(reset, attr_mask::kState, 0), 0);
