@@ -502,19 +502,20 @@ bool Qp::has_work(Nanos now) const {
   if (req_.gate_retry_at != 0 && now < req_.gate_retry_at) return false;
   if (reliable() && static_cast<std::uint32_t>(req_.psn - comp_.psn) >= kMaxUnackedPsns)
     return false;
-  // A WQE not started yet may be held by a fence or by the initiator depth
-  // (requester_send_one's checks): no turn until that clears.
+  // No turn until what holds the next WQE clears (requester_send_one's
+  // checks).
+  return !next_wqe_held();
+}
+
+bool Qp::next_wqe_held() const {
   const SendWqe& next = sq_[req_.wqe & sq_mask_];
   // A bind or local invalidation waits for every earlier WR to complete.
   if (is_local_op(next.wr.opcode) && req_.wqe != sq_head_.load(std::memory_order_relaxed))
-    return false;
-  if (!next.started) {
-    if ((next.wr.send_flags & send_flags::kFence) && req_.rd_atomic > 0) return false;
-    if (is_rd_atomic(next.wr.opcode) &&
-        req_.rd_atomic >= std::max<std::uint32_t>(1, attr_.max_rd_atomic))
-      return false;
-  }
-  return true;
+    return true;
+  if (next.started) return false;
+  if ((next.wr.send_flags & send_flags::kFence) && req_.rd_atomic > 0) return true;
+  return is_rd_atomic(next.wr.opcode) &&
+         req_.rd_atomic >= std::max<std::uint32_t>(1, attr_.max_rd_atomic);
 }
 
 std::size_t Qp::state_bytes() const {

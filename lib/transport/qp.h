@@ -284,6 +284,10 @@ class Qp {
     return wire::mtu_bytes(type_ == QpType::kUd ? port_mtu_ : attr_.path_mtu);
   }
   std::uint32_t packets_of(const SendWqe& wqe) const;
+  /// Whether the next WQE to send, not begun, must wait for earlier ones:
+  /// a fence or the initiator depth behind READs and atomics, or a bind or
+  /// local invalidation behind anything.
+  bool next_wqe_held() const;
 
   // requester.cc
   bool requester_send_one(TxSink& sink, Nanos now);
@@ -334,8 +338,9 @@ class Qp {
   void sr_progress(Nanos now);
   /// A response said the responder keeps what comes out of order.
   void sr_learn_peer();
-  /// Whether the requester is at its tail: nothing left to send, or few
-  /// packets unacknowledged. A loss there draws no SACK.
+  /// Whether the requester is at its tail: nothing it may send until an
+  /// answer comes (nothing posted, the window full, the next WQE held), or
+  /// few packets unacknowledged. A loss there draws no SACK.
   bool sr_tail() const;
   /// How long the next tail probe waits (doubling with each one that
   /// went unanswered); 0 while no round trip was timed.

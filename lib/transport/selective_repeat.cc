@@ -114,7 +114,9 @@ void Qp::sr_learn_peer() {
 }
 
 bool Qp::sr_tail() const {
-  return req_.wqe == sq_tail() || static_cast<std::uint32_t>(req_.psn - comp_.psn) <= kTailPackets;
+  const auto unacked = static_cast<std::uint32_t>(req_.psn - comp_.psn);
+  return req_.wqe == sq_tail() || unacked <= kTailPackets || unacked >= kMaxUnackedPsns ||
+         next_wqe_held();
 }
 
 Nanos Qp::sr_probe_timeout() const {

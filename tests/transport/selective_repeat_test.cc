@@ -467,5 +467,49 @@ TEST_F(SelectiveRepeat, AResetQpForgetsItsPeerAndItsRoundTrip) {
       << "no probe before the new peer's first answer";
 }
 
+TEST_F(SelectiveRepeat, ARequesterHeldByItsInitiatorDepthProbes) {
+  use_full_timeout();
+  learn_peer();
+  // Five READs of one response each; the initiator depth (4) holds the
+  // fifth, so nothing follows the fourth until an answer comes: a loss of
+  // the last responses draws no SACK, though four PSNs are outstanding.
+  std::vector<std::vector<std::uint8_t>> local(5, std::vector<std::uint8_t>(8));
+  for (std::uint64_t k = 0; k < 5; ++k) {
+    SendWr r = send_wr(WrOpcode::kRdmaRead, local[k], k);
+    r.remote_addr = 0x10000 + 8 * k;
+    r.rkey = 0x77;
+    ASSERT_EQ(qp_->post_send(r), 0);
+  }
+  const Nanos t = 200'000;
+  ASSERT_EQ(drain(t).size(), 4u);
+  sink_.sent.clear();
+  EXPECT_EQ(qp_->next_deadline(), t + 150'000) << "a tail probe's wait, not the full timeout";
+  qp_->on_timer(t + 150'000);
+  ASSERT_EQ(drain(t + 150'000).size(), 1u);
+  const Sent s = pop();
+  EXPECT_EQ(s.opcode(), Opcode::kRcRdmaReadRequest);
+  EXPECT_EQ(s.bth.psn, Psn(kOurPsn + 2)) << "the oldest READ";
+  EXPECT_EQ(count(Counter::kSrTailProbes), 1u);
+}
+
+TEST_F(SelectiveRepeat, ARequesterWithItsWindowFullProbes) {
+  use_full_timeout();
+  learn_peer();
+  // A WRITE of 300 packets: 256 fill the window (kMaxUnackedPsns), and
+  // nothing more goes until an answer comes.
+  std::vector<std::uint8_t> buf = bytes(300 * 256, 4);
+  SendWr wr = send_wr(WrOpcode::kRdmaWrite, buf, 2);
+  wr.remote_addr = 0x1000;
+  wr.rkey = 0x42;
+  ASSERT_EQ(qp_->post_send(wr), 0);
+  const Nanos t = 200'000;
+  ASSERT_EQ(drain(t).size(), kMaxUnackedPsns);
+  sink_.sent.clear();
+  EXPECT_EQ(qp_->next_deadline(), t + 150'000) << "a tail probe's wait, not the full timeout";
+  qp_->on_timer(t + 150'000);
+  ASSERT_EQ(drain(t + 150'000).size(), 1u);
+  EXPECT_EQ(pop().bth.psn, Psn(kOurPsn + 2)) << "the oldest PSN alone";
+}
+
 }  // namespace
 }  // namespace uroce::transport::test_qp
