@@ -39,7 +39,7 @@ enum class Counter : std::uint8_t {
   kSrSackRcvd,        ///< requester: selective acknowledgements received
   kSrRecoveryRounds,  ///< requester: recoveries begun (each resends every hole once)
   kSrRetransmitted,   ///< requester: packets resent because a SACK showed them lost
-  kSrTailProbes,      ///< requester: tail probes (a short timeout with nothing new to send)
+  kSrTailProbes,      ///< requester: tail probes sent (a short timeout with nothing new to send)
   kCount,
 };
 

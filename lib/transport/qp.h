@@ -514,11 +514,12 @@ class Qp {
     /// Everything before it executed, as the responder's latest ACK or SACK
     /// said (ahead of comp_.psn while a READ or ATOMIC misses its answer).
     wire::Psn acked_to;
-    bool reask = false;  ///< it asks again for what a READ part answered misses
-    bool probe = false;  ///< it resends comp_.psn, held or not (after a timeout)
-    wire::Psn next;      ///< the next PSN it may resend
-    wire::Psn end;       ///< one past the last PSN it resends
-    wire::Psn mark;      ///< req_.psn when it began
+    bool reask = false;       ///< it asks again for what a READ part answered misses
+    bool probe = false;       ///< it resends comp_.psn, held or not (after a timeout)
+    bool tail_probe = false;  ///< that resend is a tail probe's (counted when sent)
+    wire::Psn next;           ///< the next PSN it may resend
+    wire::Psn end;            ///< one past the last PSN it resends
+    wire::Psn mark;           ///< req_.psn when it began
     // The round-trip time, from one AckReq packet at a time (never a
     // resent one): what a tail probe waits.
     bool timing = false;

@@ -135,10 +135,10 @@ void Qp::sr_tail_probe(Nanos now) {
   // probes back off, and once the full timeout is the shorter, it runs.
   // (A recovery under way gives way: the probe's answer shows what it
   // still misses.)
-  counters_.inc(Counter::kSrTailProbes);
   comp_.tail = false;
   if (comp_.tail_probes <= kMaxTailProbes) ++comp_.tail_probes;
   sr_begin(comp_.psn + 1, /*probe=*/true, /*reask=*/true);
+  sr_.tail_probe = true;
   arm_retransmit(now);
 }
 
@@ -147,6 +147,7 @@ void Qp::sr_begin(Psn end, bool probe, bool reask) {
   sr_.timing = false;  // what is resent is not timed (Karn)
   sr_.round = true;
   sr_.probe = probe;
+  sr_.tail_probe = false;
   sr_.reask = reask;
   sr_.next = comp_.psn;
   sr_.end = end;
@@ -285,7 +286,9 @@ Qp::Resend Qp::sr_resend_one(TxSink& sink, Nanos now) {
     if (!sink.transmit(pkt)) return Resend::kBlocked;
     counters_.inc(Counter::kSentPkts);
     counters_.inc(Counter::kSrRetransmitted);
-    sr_.probe = false;
+    // (A probe the pacer held may never leave: an answer came first.)
+    if (sr_.tail_probe) counters_.inc(Counter::kSrTailProbes);
+    sr_.probe = sr_.tail_probe = false;
     const Psn answered = is_rd_atomic(wqe.wr.opcode) ? wqe.last_psn + 1 : psn + 1;
     sr_.next = answered;
     if (req_.ack_req_end.before(answered)) req_.ack_req_end = answered;
