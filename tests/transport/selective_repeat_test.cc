@@ -511,5 +511,56 @@ TEST_F(SelectiveRepeat, ARequesterWithItsWindowFullProbes) {
   EXPECT_EQ(pop().bth.psn, Psn(kOurPsn + 2)) << "the oldest PSN alone";
 }
 
+TEST_F(SelectiveRepeat, AResendAfterAnRnrNakIsNotTimed) {
+  use_full_timeout();
+  learn_peer();  // SRTT 50 us, RTTVAR 25 us
+  std::vector<std::uint8_t> buf(8);
+  ASSERT_EQ(qp_->post_send(send_wr(WrOpcode::kSend, buf, 2)), 0);
+  ASSERT_EQ(drain(200'000).size(), 1u);
+  sink_.sent.clear();
+  // RNR NAK: the requester goes back and resends after the NAK's timer.
+  wire::ExtHeaders rnr;
+  rnr.aeth = {AethSyndrome::rnr_nak(3), 0};  // 30 us
+  deliver(Opcode::kRcAcknowledge, kOurPsn + 2, rnr, {}, false, 210'000);
+  qp_->on_timer(240'000);
+  ASSERT_EQ(drain(240'000).size(), 1u);
+  EXPECT_EQ(pop().bth.psn, Psn(kOurPsn + 2));
+  // Its ACK comes 5 ms later. Which send it answers is unknown (Karn):
+  // no sample, and the round trip stays 50 us.
+  wire::ExtHeaders ack;
+  ack.aeth = {AethSyndrome::ack(), 0};
+  deliver(Opcode::kRcAcknowledge, kOurPsn + 2, ack, {}, false, 5'240'000);
+  ASSERT_EQ(poll(scq_).size(), 1u);
+  ASSERT_EQ(qp_->post_send(send_wr(WrOpcode::kSend, buf, 3)), 0);
+  const Nanos t = 6'000'000;
+  ASSERT_EQ(drain(t).size(), 1u);
+  EXPECT_EQ(qp_->next_deadline(), t + 150'000) << "a probe after SRTT + 4 RTTVAR, as before";
+}
+
+TEST_F(SelectiveRepeat, AProbeDuringARecoveryResendsTheOldestAlone) {
+  use_full_timeout();
+  learn_peer();
+  std::vector<std::uint8_t> buf = bytes(4 * 256, 6);
+  const Nanos t = 200'000;
+  write_sent(buf, 2, t);  // PSNs +2 .. +5
+  // The responder holds +4 and +5: +2 and +3 are resent.
+  deliver_sack(kOurPsn + 1, kOurPsn + 4, 2);
+  auto& resent = drain(t + 50'000);
+  ASSERT_EQ(resent.size(), 2u);
+  EXPECT_EQ(resent[0].bth.psn, Psn(kOurPsn + 2));
+  EXPECT_EQ(resent[1].bth.psn, Psn(kOurPsn + 3));
+  sink_.sent.clear();
+  // Both resends are lost, and nothing answers: the tail probe resends
+  // the oldest PSN alone, not the whole recovery again.
+  const Nanos probe_at = qp_->next_deadline();
+  ASSERT_LT(probe_at, t + kFullTimeout);
+  qp_->on_timer(probe_at);
+  auto& probe = drain(probe_at);
+  ASSERT_EQ(probe.size(), 1u);
+  EXPECT_EQ(probe[0].bth.psn, Psn(kOurPsn + 2));
+  EXPECT_EQ(probe[0].payload, std::vector<std::uint8_t>(buf.begin(), buf.begin() + 256));
+  EXPECT_EQ(count(Counter::kSrTailProbes), 1u);
+}
+
 }  // namespace
 }  // namespace uroce::transport::test_qp
