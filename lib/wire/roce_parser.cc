@@ -67,7 +67,6 @@ DropReason parse_roce_frame(ConstBytes frame, RocePacket& pkt) {
 
 DropReason parse_roce_frame(ConstBytes frame, const FrameClass& c, RocePacket& pkt) {
   if (!c.valid()) return DropReason::kShortFrame;
-  pkt.eth = EthHdr::parse(frame.data());
   const std::size_t l3 = c.l3_offset();
   const std::uint16_t type = c.ether_type;
   pkt.has_vlan = c.tagged;

@@ -87,7 +87,8 @@ constexpr std::string_view drop_reason_name(DropReason r) { return name(r); }
 /// A validated RoCEv2 packet. Spans point into the frame it was parsed
 /// from, which must outlive it.
 struct RocePacket {
-  EthHdr eth;
+  // (The Ethernet header is not copied out: nothing on the receive path
+  // reads it. EthHdr::parse(frame.data()) has it.)
   bool has_vlan = false;
   VlanTag vlan;
 

@@ -93,7 +93,7 @@ void CmNet::deliver(const Arrival& a) {
   cm::GsiAddress from;
   from.local_ip = p.dst_ip;
   from.remote_ip = p.src_ip;
-  from.remote_mac = p.eth.src;
+  from.remote_mac = wire::EthHdr::parse(p.frame.data()).src;
   from.remote_qpn = p.ext.deth.src_qp;
   from.pkey = p.bth.pkey;
   from.traffic_class = static_cast<std::uint8_t>(p.dscp << 2 | static_cast<unsigned>(p.ecn));
