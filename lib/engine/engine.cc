@@ -49,12 +49,12 @@ void Engine::detach(std::uint32_t qpn) {
   if (it == qps_.end()) return;
   order_.erase(std::remove(order_.begin(), order_.end(), it->second), order_.end());
   it->second->set_doorbell(nullptr);
+  it->second->set_armed_at(0);  // its wheel entries now find no QP and lapse
   // Its QPN leaves the round robin too: a QP attached later under the
   // same QPN must not find itself queued twice.
   std::erase(ready_, qpn);
   qps_.erase(it);
   mcast_.detach_all(qpn);
-  armed_.erase(qpn);  // its wheel entries now find no QP and lapse
 }
 
 void Engine::attach_mcast(const wire::IpAddr& group, transport::Qp& qp) {
@@ -321,23 +321,23 @@ std::uint8_t Engine::priority_of(const transport::Qp& qp) const {
 void Engine::rearm(transport::Qp& qp) {
   // The wheel keeps each QP's earliest deadline; one that moved later is
   // found stale when it expires and armed again then.
+  // (The deadline lives on the QP, not in a table by QPN: this runs for
+  // every packet received.)
   const Nanos d = qp.next_deadline();
   if (d == 0) return;
-  const auto it = armed_.find(qp.qpn());
-  if (it != armed_.end() && it->second <= d) return;
-  armed_[qp.qpn()] = d;
+  if (qp.armed_at() != 0 && qp.armed_at() <= d) return;
+  qp.set_armed_at(d);
   timers_.schedule(qp.qpn(), d);
 }
 
 void Engine::run_timers(Nanos now) {
   UROCE_DEBUG_ASSERT(in_engine_thread());
   timers_.advance(now, [&](std::uint32_t qpn, Nanos when) {
-    const auto armed = armed_.find(qpn);
-    if (armed == armed_.end() || armed->second != when) return;  // stale entry
-    armed_.erase(armed);
     const auto it = qps_.find(qpn);
     if (it == qps_.end()) return;
     transport::Qp& qp = *it->second;
+    if (qp.armed_at() != when) return;  // stale entry
+    qp.set_armed_at(0);
     const Nanos d = qp.next_deadline();
     if (d != 0 && d <= now) qp.on_timer(now);
     rearm(qp);

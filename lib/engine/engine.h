@@ -307,7 +307,6 @@ class Engine final : private FramePath, private transport::Doorbell {
   Nanos rescan_at_ = 0;
   McastGroups mcast_;
   TimerWheel<std::uint32_t> timers_{kTimerTickNs, kTimerSlots};  ///< every QP's next deadline
-  std::unordered_map<std::uint32_t, Nanos> armed_;               ///< QPN -> deadline in the wheel
   Sink sink_{*this};
 
   std::mutex mu_;  ///< held by whoever runs the loop, and to change the QP table

@@ -119,11 +119,14 @@ class Qp {
   /// Whether the doorbell rang and the engine has not answered yet.
   bool doorbell_rung() const { return rung_.load(std::memory_order_acquire); }
   /// The engine's marks: the QP waits in its transmit queue; its last
-  /// rescan found it with work that nothing had queued. Engine thread only.
+  /// rescan found it with work that nothing had queued; the deadline its
+  /// timer wheel holds for it (0: none). Engine thread only.
   bool tx_queued() const { return tx_queued_; }
   void set_tx_queued(bool queued) { tx_queued_ = queued; }
   bool rescan_seen() const { return rescan_seen_; }
   void set_rescan_seen(bool seen) { rescan_seen_ = seen; }
+  Nanos armed_at() const { return armed_at_; }
+  void set_armed_at(Nanos deadline) { armed_at_ = deadline; }
   const Counters& counters() const { return counters_; }
 
   /// Moves the QP through the IBA state machine (IBA 10.3.1, the kernel's
@@ -418,6 +421,7 @@ class Qp {
   std::atomic<bool> rung_{false};
   bool tx_queued_ = false;
   bool rescan_seen_ = false;
+  Nanos armed_at_ = 0;
   TxGate* const gate_;
   CongestionObserver* const congestion_;
 
