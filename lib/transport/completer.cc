@@ -29,6 +29,8 @@ void Qp::progress(Nanos now) {
   comp_.retry_pending = false;
   comp_.rto_deadline = 0;
   comp_.tail_probes = 0;
+  // A probe not sent yet (the pacer held it) is moot: the peer answered.
+  sr_.probe = sr_.tail_probe = false;
   if (sr_.peer) sr_progress(now);
   if (comp_.psn.before(req_.ack_req_end)) arm_retransmit(now);
 }
@@ -242,7 +244,15 @@ void Qp::completer_receive(const wire::RocePacket& pkt, Nanos now) {
   // A response to nothing sent yet, or to something long acknowledged, is
   // a ghost (a duplicate or a packet from an earlier life of the QP).
   if (!psn.before(req_.psn) || psn.before(comp_.psn - 1)) return;
-  if (pkt.bth.selective_repeat && !sr_.peer && selective_repeat_) sr_learn_peer();
+  if (!sr_.peer && selective_repeat_) {
+    // An answer without the offer: the peer keeps nothing out of order
+    // (yet), and the round trip timed for probes ends unused, rather than
+    // give a sample spanning everything until a later answer offers it.
+    if (pkt.bth.selective_repeat)
+      sr_learn_peer();
+    else
+      sr_.timing = false;
+  }
 
   const wire::Operation op = pkt.info->operation;
   if (op == wire::Operation::kSelectiveAcknowledge) {

@@ -270,6 +270,7 @@ class Qp {
   void lost_completion();
   void flush();
   SendWqe& sq_at(std::uint64_t index) { return sq_[index & sq_mask_]; }
+  const SendWqe& sq_at(std::uint64_t index) const { return sq_[index & sq_mask_]; }
   std::size_t slot_of(const SendWqe& wqe) const {
     return static_cast<std::size_t>(&wqe - sq_.data());
   }
@@ -289,7 +290,8 @@ class Qp {
   std::uint32_t packets_of(const SendWqe& wqe) const;
   /// Whether the next WQE to send, not begun, must wait for earlier ones:
   /// a fence or the initiator depth behind READs and atomics, or a bind or
-  /// local invalidation behind anything.
+  /// local invalidation behind anything. There must be one (req_.wqe !=
+  /// sq_tail()).
   bool next_wqe_held() const;
 
   // requester.cc
@@ -509,7 +511,7 @@ class Qp {
   // Selective repeat, the requester's side: what the responder holds,
   // and the recovery under way.
   struct {
-    bool peer = false;  ///< the responder sent a SACK: it keeps what comes out of order
+    bool peer = false;  ///< an answer offered it: the responder keeps what comes out of order
     /// Bit psn % kMaxUnackedPsns: the responder holds that PSN. Valid from
     /// `base` (sr_slide moves it up to comp_.psn, clearing behind it).
     std::array<std::uint64_t, kMaxUnackedPsns / 64> sacked{};

@@ -257,6 +257,11 @@ bool Qp::requester_send_one(TxSink& sink, Nanos now) {
       }
     }
     arm_retransmit(now);
+  } else if (sr_.peer && static_cast<std::uint32_t>(req_.psn - comp_.psn) >= kMaxUnackedPsns) {
+    // The window is full: nothing goes until an answer comes, so the
+    // requester is at its tail (sr_tail), though this packet asked for no
+    // ACK and a running timer was armed as a full one.
+    arm_retransmit(now);
   }
   return true;
 }

@@ -115,8 +115,9 @@ void Qp::sr_learn_peer() {
 
 bool Qp::sr_tail() const {
   const auto unacked = static_cast<std::uint32_t>(req_.psn - comp_.psn);
-  return req_.wqe == sq_tail() || unacked <= kTailPackets || unacked >= kMaxUnackedPsns ||
-         next_wqe_held();
+  if (req_.wqe == sq_tail() || unacked <= kTailPackets || unacked >= kMaxUnackedPsns) return true;
+  // SQD begins no message either.
+  return next_wqe_held() || (state() == QpState::kSqd && !sq_at(req_.wqe).started);
 }
 
 Nanos Qp::sr_probe_timeout() const {

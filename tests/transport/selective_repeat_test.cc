@@ -100,7 +100,8 @@ TEST_F(SelectiveRepeat, ResponderKeepsWritesAheadOfAGapAndExecutesThemInOrder) {
   write(2);
   EXPECT_EQ(target, std::vector<std::uint8_t>(48, 0)) << "nothing executes ahead of the gap";
   const std::size_t bytes_holding = qp_->state_bytes();
-  EXPECT_GT(bytes_holding, bytes_before + 2 * 16) << "the kept frames";
+  EXPECT_GT(bytes_holding, bytes_before + kMaxUnackedPsns * sizeof(void*) + 2 * 16)
+      << "the table of slots, and the kept frames";
   ASSERT_EQ(drain().size(), 1u) << "one SACK for both";
   Sent sack = pop();
   EXPECT_EQ(sack.opcode(), Opcode::kSelectiveAcknowledge);
@@ -459,7 +460,7 @@ TEST_F(SelectiveRepeat, AResetQpForgetsItsPeerAndItsRoundTrip) {
   QpAttr reset;
   reset.qp_state = QpState::kReset;
   ASSERT_EQ(qp_->modify(reset, attr_mask::kState, 0), 0);
-  connect();
+  ASSERT_NO_FATAL_FAILURE(connect());
   std::vector<std::uint8_t> buf(8);
   ASSERT_EQ(qp_->post_send(send_wr(WrOpcode::kSend, buf, 9)), 0);
   ASSERT_EQ(drain(1'000'000).size(), 1u);
@@ -509,6 +510,27 @@ TEST_F(SelectiveRepeat, ARequesterWithItsWindowFullProbes) {
   qp_->on_timer(t + 150'000);
   ASSERT_EQ(drain(t + 150'000).size(), 1u);
   EXPECT_EQ(pop().bth.psn, Psn(kOurPsn + 2)) << "the oldest PSN alone";
+}
+
+TEST_F(SelectiveRepeat, AWindowFilledByAPacketThatAsksNoAckIsATailToo) {
+  use_full_timeout();
+  learn_peer();
+  // A WRITE of 10 packets, then one of 300: the window fills at the
+  // 246th packet of the second, which does not ask for an ACK (every
+  // 64th does).
+  std::vector<std::uint8_t> small = bytes(10 * 256, 1), large = bytes(300 * 256, 2);
+  for (auto* buf : {&small, &large}) {
+    SendWr wr = send_wr(WrOpcode::kRdmaWrite, *buf, buf->size());
+    wr.remote_addr = 0x1000;
+    wr.rkey = 0x42;
+    ASSERT_EQ(qp_->post_send(wr), 0);
+  }
+  const Nanos t = 200'000;
+  auto& sent = drain(t);
+  ASSERT_EQ(sent.size(), kMaxUnackedPsns);
+  EXPECT_FALSE(sent.back().bth.ack_req);
+  sink_.sent.clear();
+  EXPECT_EQ(qp_->next_deadline(), t + 150'000) << "a tail probe's wait, not the full timeout";
 }
 
 TEST_F(SelectiveRepeat, AResendAfterAnRnrNakIsNotTimed) {
