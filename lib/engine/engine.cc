@@ -40,6 +40,12 @@ void Engine::attach(transport::Qp& qp) {
   qps_[qp.qpn()] = &qp;
   order_.push_back(&qp);
   qp.set_doorbell(this);
+  // The engine's marks start afresh: a QP attached again, or one that
+  // joined a multicast group before it was attached, may carry old ones
+  // (queued in a ready list it is no longer in, a deadline long gone).
+  qp.set_tx_queued(false);
+  qp.set_rescan_seen(false);
+  qp.set_armed_at(0);
   wake(qp);
 }
 
