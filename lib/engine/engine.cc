@@ -55,11 +55,10 @@ void Engine::detach(std::uint32_t qpn) {
   if (it == qps_.end()) return;
   order_.erase(std::remove(order_.begin(), order_.end(), it->second), order_.end());
   it->second->set_doorbell(nullptr);
-  it->second->set_armed_at(0);  // its wheel entries now find no QP and lapse
   // Its QPN leaves the round robin too: a QP attached later under the
   // same QPN must not find itself queued twice.
   std::erase(ready_, qpn);
-  qps_.erase(it);
+  qps_.erase(it);  // its wheel entries now find no QP and lapse
   mcast_.detach_all(qpn);
 }
 

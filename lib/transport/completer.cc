@@ -29,8 +29,6 @@ void Qp::progress(Nanos now) {
   comp_.retry_pending = false;
   comp_.rto_deadline = 0;
   comp_.tail_probes = 0;
-  // A probe not sent yet (the pacer held it) is moot: the peer answered.
-  sr_.probe = sr_.tail_probe = false;
   if (sr_.peer) sr_progress(now);
   if (comp_.psn.before(req_.ack_req_end)) arm_retransmit(now);
 }

@@ -500,8 +500,7 @@ bool Qp::has_work(Nanos now) const {
   if (s == QpState::kSqd && !sq_[req_.wqe & sq_mask_].started) return false;
   if (comp_.rnr_until != 0 && now < comp_.rnr_until) return false;
   if (req_.gate_retry_at != 0 && now < req_.gate_retry_at) return false;
-  if (reliable() && static_cast<std::uint32_t>(req_.psn - comp_.psn) >= kMaxUnackedPsns)
-    return false;
+  if (window_full()) return false;
   // No turn until what holds the next WQE clears (requester_send_one's
   // checks).
   return !next_wqe_held();

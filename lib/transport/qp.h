@@ -288,6 +288,10 @@ class Qp {
     return wire::mtu_bytes(type_ == QpType::kUd ? port_mtu_ : attr_.path_mtu);
   }
   std::uint32_t packets_of(const SendWqe& wqe) const;
+  /// Whether as many PSNs are unacknowledged as a requester may have.
+  bool window_full() const {
+    return reliable() && static_cast<std::uint32_t>(req_.psn - comp_.psn) >= kMaxUnackedPsns;
+  }
   /// Whether the next WQE to send, not begun, must wait for earlier ones:
   /// a fence or the initiator depth behind READs and atomics, or a bind or
   /// local invalidation behind anything. There must be one (req_.wqe !=

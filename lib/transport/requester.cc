@@ -177,8 +177,7 @@ bool Qp::requester_send_one(TxSink& sink, Nanos now) {
   // SQD finishes (and resends) the messages begun, and begins nothing.
   if (s == QpState::kSqd && (req_.wqe == sq_tail() || !sq_at(req_.wqe).started)) return false;
   if (!execute_local_ops()) return false;
-  if (reliable() && static_cast<std::uint32_t>(req_.psn - comp_.psn) >= kMaxUnackedPsns)
-    return false;
+  if (window_full()) return false;
 
   SendWqe& wqe = sq_at(req_.wqe);
   const bool rd_atomic = is_rd_atomic(wqe.wr.opcode);
@@ -257,7 +256,7 @@ bool Qp::requester_send_one(TxSink& sink, Nanos now) {
       }
     }
     arm_retransmit(now);
-  } else if (sr_.peer && static_cast<std::uint32_t>(req_.psn - comp_.psn) >= kMaxUnackedPsns) {
+  } else if (sr_.peer && window_full()) {
     // The window is full: nothing goes until an answer comes, so the
     // requester is at its tail (sr_tail), though this packet asked for no
     // ACK and a running timer was armed as a full one.

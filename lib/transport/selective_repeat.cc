@@ -91,6 +91,8 @@ bool Qp::sr_acked_to(Psn to) {
 }
 
 void Qp::sr_progress(Nanos now) {
+  // A probe not sent yet (the pacer held it) is moot: the peer answered.
+  sr_.probe = sr_.tail_probe = false;
   sr_slide();
   if (sr_.acked_to.before(comp_.psn)) sr_.acked_to = comp_.psn;
   if (sr_.timing && !comp_.psn.before(sr_.timed) && now > sr_.timed_at) {
@@ -114,8 +116,9 @@ void Qp::sr_learn_peer() {
 }
 
 bool Qp::sr_tail() const {
-  const auto unacked = static_cast<std::uint32_t>(req_.psn - comp_.psn);
-  if (req_.wqe == sq_tail() || unacked <= kTailPackets || unacked >= kMaxUnackedPsns) return true;
+  if (req_.wqe == sq_tail() || window_full() ||
+      static_cast<std::uint32_t>(req_.psn - comp_.psn) <= kTailPackets)
+    return true;
   // SQD begins no message either.
   return next_wqe_held() || (state() == QpState::kSqd && !sq_at(req_.wqe).started);
 }
