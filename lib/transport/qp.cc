@@ -79,6 +79,11 @@ wire::Transport transport_of(QpType type) {
   }
 }
 
+// The block a QP's responder shares: only an XRC target has one.
+SharedResponder* shared_of(const QpInit& init) {
+  return init.type == QpType::kXrcTgt && init.shared_lock != nullptr ? init.shared : nullptr;
+}
+
 }  // namespace
 
 Qp::Qp(const QpInit& init)
@@ -105,7 +110,9 @@ Qp::Qp(const QpInit& init)
       sge_stride_(std::max<std::uint32_t>(max_send_sge_, 1)),
       sq_sges_(sq_.size() * sge_stride_),
       sq_inline_(sq_.size() * max_inline_),
-      sq_routes_(type_ == QpType::kUd ? sq_.size() : 0) {}
+      sq_routes_(type_ == QpType::kUd ? sq_.size() : 0),
+      shared_(shared_of(init)),
+      shared_lock_(shared_ != nullptr ? init.shared_lock : nullptr) {}
 
 std::uint32_t Qp::packets_of(const SendWqe& wqe) const {
   switch (wqe.wr.opcode) {
@@ -175,6 +182,9 @@ bool Qp::transition_allowed(QpState from, QpState to, unsigned mask) const {
 
 int Qp::modify(const QpAttr& a, unsigned mask, Nanos /*now*/) {
   using namespace attr_mask;
+  // A shared XRC target: from the state another process may have left it
+  // in, and what this changes is every process's.
+  SharedGuard guard(*this);
   const QpState from = state();
   const QpState to = (mask & kState) ? a.qp_state : from;
   if (!transition_allowed(from, to, mask)) return EINVAL;
@@ -213,8 +223,7 @@ int Qp::modify(const QpAttr& a, unsigned mask, Nanos /*now*/) {
     enter_error();
   } else if (from == QpState::kInit && to == QpState::kRtr) {
     resp_.epsn = Psn(attr_.rq_psn);
-    res_.assign(attr_.max_dest_rd_atomic, RespResource{});
-    res_next_ = 0;
+    reset_resources(attr_.max_dest_rd_atomic);
     // Room for one job per responder resource plus ACKs and NAKs between.
     jobs_.assign(2 * attr_.max_dest_rd_atomic + 4, RespJob{});
     jobs_head_ = jobs_count_ = 0;
@@ -235,6 +244,7 @@ int Qp::modify(const QpAttr& a, unsigned mask, Nanos /*now*/) {
   } else if (to != QpState::kSqd) {
     attr_.sq_draining = false;
   }
+  if (shared_ != nullptr) shared_publish();
   // A new state may give the QP work: a flush in the error state, or WRs
   // posted while it could not send.
   ring_doorbell();
@@ -253,9 +263,10 @@ void Qp::reset_state() {
   req_.wqe = sq_tail();
   comp_ = {};
   resp_ = {};
-  res_.clear();
+  reset_resources(0);
   jobs_.clear();
   jobs_head_ = jobs_count_ = 0;
+  fatal_nak_ = false;
   sr_ = {};
   sr_clear_kept();
   attr_ = QpAttr{};
@@ -393,6 +404,64 @@ void Qp::enter_error() {
   comp_.rto_deadline = 0;
   comp_.rnr_until = 0;
   flush();
+  if (shared_ != nullptr) shared_publish();
+}
+
+void Qp::reset_resources(std::uint32_t n) {
+  resp_.res_next = 0;
+  if (shared_ != nullptr) {
+    std::fill_n(shared_->res.begin(), n, RespResource{});
+    shared_->res_count = n;
+    res_ = {shared_->res.data(), n};
+  } else {
+    own_res_.assign(n, RespResource{});
+    res_ = own_res_;
+  }
+}
+
+void Qp::shared_enter() {
+  shared_lock_->lock();
+  resp_ = shared_->resp;
+  const std::uint64_t generation =
+      std::atomic_ref(shared_->generation).load(std::memory_order_relaxed);
+  if (generation == shared_seen_) return;
+  // Another process's Modify QP, or its responder's fatal error: adopt
+  // the attributes and the state. The responder is the block's already;
+  // what this process queued to send is its own.
+  shared_seen_ = generation;
+  attr_ = shared_->attr;
+  route_template_ = wire::RouteTemplate(attr_.route);
+  res_ = {shared_->res.data(), shared_->res_count};
+  const QpState from = state();
+  const QpState to = shared_->state;
+  if (to == from) return;
+  const bool responding = to == QpState::kRtr || to == QpState::kRts || to == QpState::kSqd;
+  if (!responding || from == QpState::kReset || from == QpState::kInit) {
+    // Into RTR, as the modify that took it there sized them; out of it,
+    // nothing left to send.
+    jobs_.assign(responding ? 2 * attr_.max_dest_rd_atomic + 4 : 0, RespJob{});
+    jobs_head_ = jobs_count_ = 0;
+    fatal_nak_ = false;
+  }
+  state_.store(to, std::memory_order_release);
+  if (to == QpState::kErr) {
+    flush();
+    // Every process with the QP open hears of its error, as the kernel
+    // tells each opener of a shared target QP.
+    if (events_ && resp_.fatal_error) events_->qp_error(*this, *resp_.fatal_error);
+  }
+}
+
+void Qp::shared_exit() {
+  shared_->resp = resp_;
+  shared_lock_->unlock();
+}
+
+void Qp::shared_publish() {
+  shared_->attr = attr_;
+  shared_->state = state();
+  shared_seen_ = shared_seen_ + 1;
+  std::atomic_ref(shared_->generation).store(shared_seen_, std::memory_order_release);
 }
 
 void Qp::flush() {
@@ -409,16 +478,31 @@ void Qp::flush() {
   sr_clear_kept();
   // An XRC target's WQE in progress goes back flushed to its SRQ's CQ,
   // unless that SRQ is gone.
-  if (resp_.recv_taken && (xrc_ == nullptr || bind_xrc_srq(resp_.xrc_srqn)))
+  // A shared target's belongs to the process that has the SRQ, which
+  // flushes it when it sees the error state.
+  if (resp_.recv_taken && (xrc_ == nullptr || bind_xrc_srq(resp_.xrc_srqn))) {
     complete_recv(resp_.recv, WcStatus::kWrFlushErr, WcOpcode::kRecv, 0, 0, 0, 0);
-  resp_.recv_taken = false;
+    resp_.recv_taken = false;
+  } else if (shared_ == nullptr) {
+    resp_.recv_taken = false;
+  }
   if (rq_ == &own_rq_) {
     RecvWr wr;
     while (own_rq_.take(wr)) complete_recv(wr, WcStatus::kWrFlushErr, WcOpcode::kRecv, 0, 0, 0, 0);
   }
 }
 
-void Qp::receive(const wire::RocePacket& pkt, Nanos now) {
+void Qp::receive_shared(const wire::RocePacket& pkt, Nanos now) {
+  SharedGuard guard(*this);
+  receive_own(pkt, now);
+}
+
+std::uint32_t Qp::transmit_shared(TxSink& sink, std::uint32_t budget, Nanos now) {
+  SharedGuard guard(*this);
+  return transmit_own(sink, budget, now);
+}
+
+void Qp::receive_own(const wire::RocePacket& pkt, Nanos now) {
   const QpState s = state();
   const wire::OpcodeInfo& info = *pkt.info;
   if (info.operation == wire::Operation::kCnp) {
@@ -453,7 +537,7 @@ void Qp::receive(const wire::RocePacket& pkt, Nanos now) {
   }
 }
 
-std::uint32_t Qp::transmit(TxSink& sink, std::uint32_t budget, Nanos now) {
+std::uint32_t Qp::transmit_own(TxSink& sink, std::uint32_t budget, Nanos now) {
   if (state() == QpState::kErr) {
     flush();
     return 0;
@@ -481,13 +565,17 @@ std::uint32_t Qp::transmit(TxSink& sink, std::uint32_t budget, Nanos now) {
 }
 
 bool Qp::has_work(Nanos now) const {
+  // Another process changed a shared target: its next turn adopts that.
+  if (shared_ != nullptr &&
+      std::atomic_ref(shared_->generation).load(std::memory_order_acquire) != shared_seen_)
+    return true;
   const QpState s = state();
   if (s == QpState::kErr)
     return sq_head_.load(std::memory_order_relaxed) != sq_tail() ||
            (rq_ == &own_rq_ && !own_rq_.empty());
   // A fatal NAK sent: the next turn takes the QP to the error state
   // (responder_send_one), even when the NAK used the last of a turn.
-  if (jobs_count_ > 0 || resp_.fatal) return true;
+  if (jobs_count_ > 0 || fatal_nak_) return true;
   if (s != QpState::kRts && s != QpState::kSqd) return false;
   // A recovery with PSNs left to resend (sr_resend_one may find every one
   // of them held by the responder since, and send nothing).
@@ -523,7 +611,7 @@ std::size_t Qp::state_bytes() const {
     if (k) kept_bytes += sizeof(KeptRequest) + k->frame.capacity();
   return sizeof(Qp) + sq_.capacity() * sizeof(SendWqe) + sq_sges_.capacity() * sizeof(Sge) +
          sq_inline_.capacity() + sq_routes_.capacity() * sizeof(wire::RouteTemplate) +
-         own_rq_.capacity_bytes() + res_.capacity() * sizeof(RespResource) +
+         own_rq_.capacity_bytes() + own_res_.capacity() * sizeof(RespResource) +
          jobs_.capacity() * sizeof(RespJob) + kept_bytes;
 }
 

@@ -19,6 +19,8 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
+#include <type_traits>
 #include <vector>
 
 #include "transport/counters.h"
@@ -27,6 +29,7 @@
 #include "transport/events.h"
 #include "transport/memory.h"
 #include "transport/recv_queue.h"
+#include "transport/responder_state.h"
 #include "transport/tx.h"
 #include "transport/types.h"
 #include "wire/psn.h"
@@ -62,6 +65,22 @@ struct QpAttr {
   wire::RoceRoute route;
 };
 
+/// The block an XRC target QP's processes share (responder_state.h): its
+/// responder, and the state and attributes every Qp of it adopts. Made
+/// once, zeroed, in memory each process maps, and used holding its lock.
+struct SharedResponder {
+  /// One more with each change of `state` or `attr` (read and written
+  /// through std::atomic_ref: has_work looks without the lock).
+  std::uint64_t generation = 0;
+  QpState state = QpState::kReset;
+  QpAttr attr;
+  ResponderState resp;
+  std::uint32_t res_count = 0;  ///< resources in use: max_dest_rd_atomic
+  std::array<ResponderResource, kMaxRdAtomic> res{};
+};
+static_assert(std::is_trivially_copyable_v<SharedResponder>,
+              "shared between processes: no pointer, nothing to construct");
+
 /// Sizes a QP is created with.
 struct QpInit {
   QpType type = QpType::kRc;
@@ -75,6 +94,11 @@ struct QpInit {
   /// XRC target: its domain, whose SRQs each message names (send_cq,
   /// recv_cq, srq and memory are then unused: the SRQ brings its own).
   XrcDomain* xrc = nullptr;
+  /// XRC target of a domain other processes share: the responder in
+  /// their common block, and the lock that orders them (both outlive the
+  /// QP). Null: the QP's responder is its own.
+  SharedResponder* shared = nullptr;
+  SharedResponderLock* shared_lock = nullptr;
   std::uint32_t max_recv_wr = 64;
   std::uint32_t max_recv_sge = 1;
   bool sq_sig_all = false;
@@ -147,12 +171,22 @@ class Qp {
   }
 
   /// Delivers a received, validated packet addressed to this QP.
-  void receive(const wire::RocePacket& pkt, Nanos now);
+  void receive(const wire::RocePacket& pkt, Nanos now) {
+    if (shared_ != nullptr) [[unlikely]] {
+      receive_shared(pkt, now);
+      return;
+    }
+    receive_own(pkt, now);
+  }
 
   /// Sends up to `budget` packets (responses first, then requests) and
   /// returns how many went out. Stops early when the sink is full, the
   /// window is closed, the gate says wait, or there is nothing to send.
-  std::uint32_t transmit(TxSink& sink, std::uint32_t budget, Nanos now);
+  std::uint32_t transmit(TxSink& sink, std::uint32_t budget, Nanos now) {
+    if (shared_ != nullptr) [[unlikely]]
+      return transmit_shared(sink, budget, now);
+    return transmit_own(sink, budget, now);
+  }
 
   /// True when transmit() would do something now: send, flush the queues
   /// in the error state, or take the QP to it after a fatal NAK.
@@ -196,21 +230,7 @@ class Qp {
     wire::Psn last_psn;
   };
 
-  // A responder resource (IBA 9.5, rxe's resp_res): an executed READ or
-  // ATOMIC kept for duplicate requests.
-  struct RespResource {
-    bool valid = false;
-    bool is_read = true;
-    wire::Psn first_psn;
-    wire::Psn last_psn;
-    std::uint64_t va = 0;
-    std::uint32_t rkey = 0;
-    std::uint32_t length = 0;
-    std::uint64_t orig_value = 0;  ///< ATOMIC: the value found
-    std::uint32_t msn = 0;
-    std::uint32_t busy = 0;      ///< response jobs still reading it
-    std::uint32_t xrc_srqn = 0;  ///< XRC target: the SRQ whose memory a READ reads
-  };
+  using RespResource = ResponderResource;
 
   // What the responder sends, in PSN order: ACKs and NAKs, read response
   // streams, atomic acknowledgements, selective acknowledgements.
@@ -405,6 +425,34 @@ class Qp {
   void write_grh(const wire::RocePacket& pkt, std::uint8_t* grh) const;
   bool responder_send_one(TxSink& sink, Nanos now);
   std::uint32_t alloc_resource();
+  /// Gives the responder `n` resources, all free.
+  void reset_resources(std::uint32_t n);
+
+  // A shared XRC target (responder_state.h): held around a receive, a
+  // transmit and a modify, the block's lock, and what another process's
+  // modify changed adopted; a change of this QP's published.
+  class SharedGuard {
+   public:
+    explicit SharedGuard(Qp& qp) : qp_(qp.shared_ != nullptr ? &qp : nullptr) {
+      if (qp_ != nullptr) qp_->shared_enter();
+    }
+    ~SharedGuard() {
+      if (qp_ != nullptr) qp_->shared_exit();
+    }
+    SharedGuard(const SharedGuard&) = delete;
+    SharedGuard& operator=(const SharedGuard&) = delete;
+
+   private:
+    Qp* const qp_;
+  };
+  void receive_own(const wire::RocePacket& pkt, Nanos now);
+  std::uint32_t transmit_own(TxSink& sink, std::uint32_t budget, Nanos now);
+  // The same, for a shared XRC target: holding its block's lock.
+  [[gnu::noinline]] void receive_shared(const wire::RocePacket& pkt, Nanos now);
+  [[gnu::noinline]] std::uint32_t transmit_shared(TxSink& sink, std::uint32_t budget, Nanos now);
+  void shared_enter();
+  void shared_exit();
+  void shared_publish();
 
   const QpType type_;
   const wire::Transport transport_;
@@ -482,32 +530,22 @@ class Qp {
     bool rerequested = false;  ///< the one free READ re-request of this retry
   } comp_;
 
-  // Responder (rxe resp.*).
-  struct {
-    wire::Psn epsn;  ///< expected PSN
-    std::uint32_t msn = 0;
-    bool nak_sent = false;  ///< a sequence-error NAK is outstanding
-    /// Both ends offer selective repeat: the responses say so.
-    bool sr_peer = false;
-    bool uc_drop = false;  ///< UC: dropping until the next FIRST/ONLY
-    bool fatal = false;    ///< a NAK ends this QP once it is sent
-    /// The asynchronous error the QP reports once it is ended, if any.
-    std::optional<QpError> fatal_error;
-    // The message in progress, if any.
-    bool in_send = false;
-    bool in_write = false;
-    bool recv_taken = false;
-    RecvWr recv;
-    std::uint32_t recv_offset = 0;
-    std::uint8_t* write_data = nullptr;
-    std::uint32_t write_length = 0;
-    std::uint32_t write_offset = 0;
-    std::uint32_t since_ack = 0;
-    std::uint32_t xrc_srqn = 0;  ///< XRC target: the SRQ of the message in progress
-  } resp_;
-  std::vector<RespResource> res_;
-  std::uint32_t res_next_ = 0;
+  // Responder (rxe resp.*). A shared XRC target's is the block's, copied
+  // in and out under its lock (SharedGuard), and its resources are the
+  // block's (res_ points there). Its jobs, what this process sends, are
+  // its own either way.
+  ResponderState resp_;
+  std::vector<RespResource> own_res_;
+  std::span<RespResource> res_;
+  SharedResponder* const shared_;
+  SharedResponderLock* const shared_lock_;
+  /// The block's generation this QP last adopted.
+  std::uint64_t shared_seen_ = 0;
   std::vector<RespJob> jobs_;  ///< ring
+  /// This QP queued the NAK that ends it (resp_.fatal): it enters the
+  /// error state once the NAK is sent. (A shared target's other processes
+  /// see resp_.fatal, and leave the state to the one with the NAK.)
+  bool fatal_nak_ = false;
   bool last_tx_was_response_ = false;
   std::uint32_t jobs_head_ = 0;
   std::uint32_t jobs_count_ = 0;

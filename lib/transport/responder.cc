@@ -127,6 +127,7 @@ void Qp::responder_error(Psn psn, NakCode code, WcStatus local_status) {
     resp_.recv_taken = false;
   }
   resp_.fatal = true;
+  fatal_nak_ = true;
   if (code == NakCode::kInvalidRequest || code == NakCode::kInvalidRdRequest)
     resp_.fatal_error = QpError::kInvalidRequest;
   else if (code == NakCode::kRemoteAccessError)
@@ -288,9 +289,9 @@ std::uint32_t Qp::alloc_resource() {
   // Oldest first; a resource a response stream still reads is not reused.
   const auto n = static_cast<std::uint32_t>(res_.size());
   for (std::uint32_t k = 0; k < n; ++k) {
-    const std::uint32_t i = (res_next_ + k) % n;
+    const std::uint32_t i = (resp_.res_next + k) % n;
     if (res_[i].busy == 0) {
-      res_next_ = (i + 1) % n;
+      resp_.res_next = (i + 1) % n;
       return i;
     }
   }
@@ -575,7 +576,7 @@ void Qp::responder_receive(const wire::RocePacket& pkt, Nanos now) {
 
 bool Qp::responder_send_one(TxSink& sink, Nanos /*now*/) {
   if (jobs_count_ == 0) {
-    if (resp_.fatal && state() != QpState::kErr) {
+    if (fatal_nak_ && state() != QpState::kErr) {
       enter_error();
       if (events_ && resp_.fatal_error) events_->qp_error(*this, *resp_.fatal_error);
     }

@@ -27,10 +27,23 @@ SimHost::SimHost(SimNet& net, std::uint8_t id, std::uint32_t cq_depth)
 const wire::RoceRoute& SimHost::route_to(const SimHost& peer) const { return routes_.at(peer.id_); }
 
 Qp& SimHost::create_qp(QpType type, std::uint32_t depth, transport::XrcDomain* xrc) {
+  return create(type, depth, xrc, nullptr, nullptr, 0);
+}
+
+Qp& SimHost::create_shared_target(transport::XrcDomain* xrc, transport::SharedResponder* shared,
+                                  transport::SharedResponderLock* lock, std::uint32_t qpn) {
+  return create(QpType::kXrcTgt, 256, xrc, shared, lock, qpn);
+}
+
+Qp& SimHost::create(QpType type, std::uint32_t depth, transport::XrcDomain* xrc,
+                    transport::SharedResponder* shared, transport::SharedResponderLock* lock,
+                    std::uint32_t qpn) {
   QpInit init;
   init.type = type;
   // QPNs spread out, as a real device's are unpredictable.
-  init.qpn = (net_.next_qpn_ = (net_.next_qpn_ * 7919 + 0x1F3) & 0xFFFFFF) | 0x100;
+  init.qpn = qpn != 0 ? qpn : (net_.next_qpn_ = (net_.next_qpn_ * 7919 + 0x1F3) & 0xFFFFFF) | 0x100;
+  init.shared = shared;
+  init.shared_lock = lock;
   init.max_send_wr = depth;
   init.max_recv_wr = depth;
   init.max_send_sge = 4;
@@ -42,7 +55,7 @@ Qp& SimHost::create_qp(QpType type, std::uint32_t depth, transport::XrcDomain* x
   init.xrc = xrc;
   init.selective_repeat = selective_repeat_;
   qps_.push_back(std::make_unique<Qp>(init));
-  by_qpn_[init.qpn] = qps_.back().get();
+  by_qpn_.emplace(init.qpn, qps_.back().get());  // the first Qp of a QPN
   return *qps_.back();
 }
 
@@ -238,7 +251,12 @@ void SimNet::deliver(const Arrival& a) {
     ++stats_.rejected;
     return;
   }
-  it->second->receive(pkt, now_);
+  Qp* qp = it->second;
+  if (pkt.info->is_request() && wire::transport_of(pkt.bth.opcode) == wire::Transport::kXrc) {
+    const auto r = h.xrc_srqs_.find(pkt.ext.xrc_srqn);
+    if (r != h.xrc_srqs_.end() && r->second->qpn() == qp->qpn()) qp = r->second;
+  }
+  qp->receive(pkt, now_);
 }
 
 bool SimNet::step(Nanos limit) {

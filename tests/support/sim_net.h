@@ -88,6 +88,15 @@ class SimHost : public transport::TxSink {
   /// An XRC target takes its SRQs, CQs and memory from `xrc`.
   transport::Qp& create_qp(transport::QpType type, std::uint32_t depth = 256,
                            transport::XrcDomain* xrc = nullptr);
+  /// An XRC target QP whose responder is `shared`, as each process that
+  /// serves a domain shared between processes has one: with `qpn` 0 a new
+  /// QP, otherwise another process's Qp of the target QP `qpn`.
+  transport::Qp& create_shared_target(transport::XrcDomain* xrc, transport::SharedResponder* shared,
+                                      transport::SharedResponderLock* lock, std::uint32_t qpn = 0);
+  /// Requests whose XRCETH names `srqn` go to `qp` (a Qp of the target QP
+  /// they are for), as the device daemon hands each to the process that
+  /// owns the SRQ; the others go to the target QP's first Qp.
+  void route_xrc_srq(std::uint32_t srqn, transport::Qp& qp) { xrc_srqs_[srqn] = &qp; }
   /// QPs created from now on offer selective repeat (QpInit's).
   void set_selective_repeat(bool on) { selective_repeat_ = on; }
   transport::Cq& send_cq() { return send_cq_; }
@@ -99,6 +108,9 @@ class SimHost : public transport::TxSink {
 
  private:
   friend class SimNet;
+  transport::Qp& create(transport::QpType type, std::uint32_t depth, transport::XrcDomain* xrc,
+                        transport::SharedResponder* shared, transport::SharedResponderLock* lock,
+                        std::uint32_t qpn);
   SimNet& net_;
   std::uint8_t id_;
   wire::MacAddr mac_;
@@ -108,6 +120,7 @@ class SimHost : public transport::TxSink {
   transport::Cq recv_cq_;
   std::vector<std::unique_ptr<transport::Qp>> qps_;
   std::map<std::uint32_t, transport::Qp*> by_qpn_;
+  std::map<std::uint32_t, transport::Qp*> xrc_srqs_;
   std::map<std::uint8_t, wire::RoceRoute> routes_;
   std::size_t rr_ = 0;  ///< round-robin position over QPs
   Nanos link_free_ = 0;
