@@ -116,21 +116,91 @@ void AttachedPort::unbind_cm_port(std::uint32_t key) {
   call(sock_, req, &reply);
 }
 
-bool AttachedPort::keeps_cm_ports() {
-  // A daemon from before the host's port spaces hangs up on kCmBind, and
-  // with it on the program's hold on the device: ask it once, on a
-  // connection of its own, a request it answers kError when it knows
-  // the op (this connection is not attached) and hangs up on otherwise.
-  if (keeps_cm_ports_) return *keeps_cm_ports_;
+bool AttachedPort::knows(Op op) {
   const int probe = connect_daemon(socket_);
   Message req;
-  req.op = Op::kCmUnbind;
+  req.op = op;
   Message reply;
-  keeps_cm_ports_ = probe >= 0 && call(probe, req, &reply);
+  const bool known = probe >= 0 && call(probe, req, &reply);
   if (probe >= 0) close(probe);
+  return known;
+}
+
+void AttachedPort::tell(Op op, std::uint32_t value, std::string text) {
+  Message req;
+  req.op = op;
+  req.value = value;
+  req.text = std::move(text);
+  Message reply;
+  call(sock_, req, &reply);  // a daemon gone has forgotten it already
+}
+
+bool AttachedPort::keeps_cm_ports() {
+  // A daemon from before the host's port spaces hangs up on kCmBind, and
+  // with it on the program's hold on the device: ask it once.
+  if (keeps_cm_ports_) return *keeps_cm_ports_;
+  keeps_cm_ports_ = knows(Op::kCmUnbind);
   if (!*keeps_cm_ports_)
     log::get().warn("uroced on {} keeps no rdma_cm ports: this program's are its own", socket_);
   return *keeps_cm_ports_;
+}
+
+bool AttachedPort::shares_xrc() {
+  if (shares_xrc_) return *shares_xrc_;
+  shares_xrc_ = knows(Op::kXrcTgtClose);
+  if (!*shares_xrc_)
+    log::get().warn("uroced on {} shares no XRC domains: this program's are its own", socket_);
+  return *shares_xrc_;
+}
+
+std::int64_t AttachedPort::open_xrc_domain(int fd, int oflags) {
+  std::lock_guard lock(call_mu_);
+  if (!shares_xrc()) return 0;
+  Message req;
+  req.op = Op::kXrcdOpen;
+  req.text = std::to_string(oflags);
+  req.fd = fd;  // sent, and still ours
+  Message reply;
+  if (!call(sock_, req, &reply)) return -EIO;
+  if (reply.op != Op::kDone) return -static_cast<std::int64_t>(reply.value ? reply.value : EIO);
+  return reply.value;
+}
+
+void AttachedPort::close_xrc_domain(std::uint32_t domain) {
+  std::lock_guard lock(call_mu_);
+  tell(Op::kXrcdClose, domain);
+}
+
+void AttachedPort::add_xrc_srq(std::uint32_t domain, std::uint32_t srqn) {
+  std::lock_guard lock(call_mu_);
+  tell(Op::kXrcSrqAdd, srqn, std::to_string(domain));
+}
+
+void AttachedPort::remove_xrc_srq(std::uint32_t srqn) {
+  std::lock_guard lock(call_mu_);
+  tell(Op::kXrcSrqRemove, srqn);
+}
+
+int AttachedPort::open_xrc_target(std::uint32_t* domain, std::uint32_t qpn, bool create) {
+  std::lock_guard lock(call_mu_);
+  if (!shares_xrc()) return -EOPNOTSUPP;
+  Message req;
+  req.op = Op::kXrcTgtOpen;
+  req.value = qpn;
+  req.text = std::to_string(*domain) + (create ? " 1" : " 0");
+  Message reply;
+  if (!call(sock_, req, &reply)) return -EIO;
+  if (reply.op != Op::kDone || reply.fd < 0) {
+    if (reply.fd >= 0) close(reply.fd);
+    return -static_cast<int>(reply.value ? reply.value : EIO);
+  }
+  *domain = reply.value;
+  return reply.fd;
+}
+
+void AttachedPort::close_xrc_target(std::uint32_t qpn) {
+  std::lock_guard lock(call_mu_);
+  tell(Op::kXrcTgtClose, qpn);
 }
 
 bool AttachedPort::failed() const {

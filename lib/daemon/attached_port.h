@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 
+#include "daemon/protocol.h"
 #include "port/port.h"
 #include "port/ring_port.h"
 
@@ -54,6 +55,14 @@ class AttachedPort final : public port::Port {
   int bind_cm_port(std::uint32_t key, std::uint64_t service_id, const wire::IpAddr& ip,
                    unsigned flags) override;
   void unbind_cm_port(std::uint32_t key) override;
+  /// With a daemon from before shared XRC domains, the program's domains
+  /// are its own, as they were then.
+  std::int64_t open_xrc_domain(int fd, int oflags) override;
+  void close_xrc_domain(std::uint32_t domain) override;
+  void add_xrc_srq(std::uint32_t domain, std::uint32_t srqn) override;
+  void remove_xrc_srq(std::uint32_t srqn) override;
+  int open_xrc_target(std::uint32_t* domain, std::uint32_t qpn, bool create) override;
+  void close_xrc_target(std::uint32_t qpn) override;
 
  private:
   AttachedPort(std::string socket, int sock, std::unique_ptr<port::RingPort> ring)
@@ -61,9 +70,18 @@ class AttachedPort final : public port::Port {
   /// Whether the daemon keeps the host's rdma_cm port spaces (asked once;
   /// under call_mu_).
   bool keeps_cm_ports();
+  /// Whether the daemon shares XRC domains (likewise).
+  bool shares_xrc();
+  /// Whether the daemon knows `op`: asked on a connection of its own,
+  /// where it answers kError to an op it knows (the connection is not
+  /// attached) and hangs up on one it does not.
+  bool knows(Op op);
+  /// A request with no answer but kDone or kError (under call_mu_).
+  void tell(Op op, std::uint32_t value, std::string text = {});
   const std::string socket_;
   const int sock_;
   std::optional<bool> keeps_cm_ports_;
+  std::optional<bool> shares_xrc_;
   std::unique_ptr<port::RingPort> ring_;
   std::mutex call_mu_;  ///< one request at a time on the socket
 };

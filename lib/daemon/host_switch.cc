@@ -93,6 +93,7 @@ void HostSwitch::detach(Program* p) {
     for (std::uint32_t k = 0; k < p->from_.slots() / kTxBudget && pull_from(*p) > 0; ++k) {
     }
     forget_cm(*p);
+    xrc_.forget(*p);
     std::size_t i = 0;
     p->counters_.for_each([&](std::string_view, std::uint64_t v) { retired_[i++] += v; });
     programs_.erase(it);
@@ -124,6 +125,33 @@ bool HostSwitch::free_qpn(Program& p, std::uint32_t qpn) {
     std::erase(p.qpns_, qpn);
     return true;
   });
+}
+
+std::int64_t HostSwitch::open_xrc_domain(Program& p, int fd, int oflags) {
+  return engine_->locked([&] { return xrc_.open_domain(p, fd, oflags); });
+}
+
+bool HostSwitch::close_xrc_domain(Program& p, std::uint32_t domain) {
+  return engine_->locked([&] { return xrc_.close_domain(p, domain); });
+}
+
+bool HostSwitch::add_xrc_srq(Program& p, std::uint32_t domain, std::uint32_t srqn) {
+  return engine_->locked([&] { return owns(p, srqn) && xrc_.add_srq(p, domain, srqn); });
+}
+
+bool HostSwitch::remove_xrc_srq(Program& p, std::uint32_t srqn) {
+  return engine_->locked([&] { return xrc_.remove_srq(p, srqn); });
+}
+
+int HostSwitch::open_xrc_target(Program& p, std::uint32_t* domain, std::uint32_t qpn, bool create) {
+  return engine_->locked([&] {
+    if (create && !owns(p, qpn)) return -EINVAL;
+    return xrc_.open_target(p, domain, qpn, create);
+  });
+}
+
+bool HostSwitch::close_xrc_target(Program& p, std::uint32_t qpn) {
+  return engine_->locked([&] { return xrc_.close_target(p, qpn); });
 }
 
 bool HostSwitch::owns(const Program& p, std::uint32_t qpn) const {
@@ -320,12 +348,17 @@ void HostSwitch::forward_mad(wire::ConstBytes frame) {
     if (p->cm_) deliver(*p, frame);
 }
 
-bool HostSwitch::forward_roce(std::uint32_t dest_qp, wire::ConstBytes frame) {
-  if (dest_qp == kGsiQpn) {
+bool HostSwitch::forward_roce(const wire::RocePacket& pkt, wire::ConstBytes frame) {
+  if (pkt.bth.dest_qp == kGsiQpn) {
     forward_mad(frame);
     return true;
   }
-  const auto it = qpns_.find(dest_qp);
+  // A shared XRC target QP's request, to the program with its SRQ.
+  if (Program* p = xrc_.route(pkt)) {
+    deliver(*p, frame);
+    return true;
+  }
+  const auto it = qpns_.find(pkt.bth.dest_qp);
   if (it == qpns_.end()) return false;
   deliver(*it->second, frame);
   return true;

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "daemon/counters.h"
+#include "daemon/host_xrc.h"
 #include "engine/engine.h"
 #include "port/port.h"
 #include "port/shm_ring.h"
@@ -103,6 +104,15 @@ class HostSwitch final : private engine::Forwarder {
   int bind_cm_port(Program& p, std::uint32_t key, std::uint64_t service_id, const wire::IpAddr& ip,
                    unsigned flags);
   void unbind_cm_port(Program& p, std::uint32_t key);
+  /// The host's XRC domains (host_xrc.h), each call HostXrc's of the same
+  /// name, holding the engine. A target QP's QPN and an SRQ's number must
+  /// be the program's (alloc_qpn).
+  std::int64_t open_xrc_domain(Program& p, int fd, int oflags);
+  bool close_xrc_domain(Program& p, std::uint32_t domain);
+  bool add_xrc_srq(Program& p, std::uint32_t domain, std::uint32_t srqn);
+  bool remove_xrc_srq(Program& p, std::uint32_t srqn);
+  int open_xrc_target(Program& p, std::uint32_t* domain, std::uint32_t qpn, bool create);
+  bool close_xrc_target(Program& p, std::uint32_t qpn);
   const std::vector<std::unique_ptr<Program>>& programs() const { return programs_; }
 
   /// The device's counters (its engine's), each attached program's, and
@@ -114,7 +124,7 @@ class HostSwitch final : private engine::Forwarder {
 
  private:
   // engine::Forwarder
-  bool forward_roce(std::uint32_t dest_qp, wire::ConstBytes frame) override;
+  bool forward_roce(const wire::RocePacket& pkt, wire::ConstBytes frame) override;
   void forward_all(wire::ConstBytes frame) override;
   std::uint32_t pull(engine::Nanos now) override;
 
@@ -154,6 +164,7 @@ class HostSwitch final : private engine::Forwarder {
     unsigned flags = 0;
   };
   std::unordered_map<std::uint64_t, std::vector<CmBinding>> cm_ports_;  ///< by ServiceID
+  HostXrc xrc_;
   std::size_t rr_ = 0;  ///< whose ring is read first
   mutable std::mutex
       mu_;  ///< programs_, their QPNs and retired_ changing, against for_each_counter

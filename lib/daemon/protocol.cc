@@ -115,7 +115,7 @@ int recv_message(int sock, Message* m) {
   std::memcpy(&h, buf.data(), sizeof(h));
   if (h.version != kProtocolVersion || h.text_len != static_cast<std::size_t>(n) - sizeof(h) ||
       h.op < static_cast<std::uint32_t>(Op::kList) ||
-      h.op > static_cast<std::uint32_t>(Op::kCmUnbind))
+      h.op > static_cast<std::uint32_t>(Op::kXrcTgtClose))
     return bad();
   m->op = static_cast<Op>(h.op);
   m->value = h.value;

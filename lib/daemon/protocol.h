@@ -21,6 +21,22 @@
 //                           ->   kDone     value: 0, EADDRINUSE, EADDRNOTAVAIL
 //                                          or EACCES
 //   kCmUnbind value: key    ->   kDone
+//   kXrcdOpen text: oflags (decimal), fd: the file
+//                           ->   kDone     value: the host's XRC domain of the
+//                                          file (its inode), now opened once
+//                                          more by the program
+//   kXrcdClose value: domain ->  kDone
+//   kXrcSrqAdd value: SRQ number (a QPN of the program's), text: domain
+//                           ->   kDone     requests naming it go to the program
+//   kXrcSrqRemove value: SRQ number  ->  kDone
+//   kXrcTgtOpen value: QPN, text: "<domain> <create 0|1>"  (domain 0: any
+//            the program has open)
+//                           ->   kDone     value: the domain, fd: the target
+//                                          QP's shared responder block
+//                                          (verbs/xrc_target_block.h), made
+//                                          with create for a QPN of the
+//                                          program's
+//   kXrcTgtClose value: QPN ->   kDone     (the target QP's maker: it is gone)
 //   any                     ->   kError    value: errno, text: why
 //   kCapture text: device   ->   kDone     text: the device ("": the first)
 //                           then kFrame    value: direction, text: FrameHeader + frame
@@ -76,7 +92,15 @@ enum class Op : std::uint32_t {
   kLinks,
   // The host's rdma_cm port spaces, added after uroce link's.
   kCmBind,
-  kCmUnbind,  ///< the last: recv_message refuses any op past it
+  kCmUnbind,
+  // XRC domains shared between the host's programs, added after the port
+  // spaces.
+  kXrcdOpen,
+  kXrcdClose,
+  kXrcSrqAdd,
+  kXrcSrqRemove,
+  kXrcTgtOpen,
+  kXrcTgtClose,  ///< the last: recv_message refuses any op past it
 };
 
 /// What precedes a captured frame in a kFrame's text.

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -333,8 +334,11 @@ bool Server::serve(Conn& c) {
   Message m;
   const int r = recv_message(c.fd, &m);
   if (r < 0 && errno == EAGAIN) return true;
-  if (r <= 0) return false;     // hung up (exited, killed), or spoke nonsense
-  if (m.fd >= 0) close(m.fd);   // programs hand us no descriptors
+  if (r <= 0) return false;  // hung up (exited, killed), or spoke nonsense
+  // Programs hand us no descriptors, but the file of an XRC domain, which
+  // is read (its inode) and closed right away.
+  const int file = m.op == Op::kXrcdOpen ? m.fd : -1;
+  if (m.fd >= 0 && file < 0) close(m.fd);
   if (c.capture) return false;  // a capture's connection only receives
   const auto reply = [&](Op op, std::uint32_t value, std::string text = {}, int fd = -1) {
     Message out;
@@ -401,6 +405,44 @@ bool Server::serve(Conn& c) {
     case Op::kCmUnbind:
       if (!c.program) return reply(Op::kError, EINVAL, "not attached");
       c.sw->unbind_cm_port(*c.program, m.value);
+      return reply(Op::kDone, 0);
+    case Op::kXrcdOpen: {
+      std::int64_t d = -EINVAL;
+      if (c.program && file >= 0)
+        d = c.sw->open_xrc_domain(*c.program, file, std::atoi(m.text.c_str()));
+      if (file >= 0) close(file);
+      if (!c.program) return reply(Op::kError, EINVAL, "not attached");
+      if (d < 0) return reply(Op::kError, static_cast<std::uint32_t>(-d), "no such XRC domain");
+      return reply(Op::kDone, static_cast<std::uint32_t>(d));
+    }
+    case Op::kXrcdClose:
+      if (!c.program || !c.sw->close_xrc_domain(*c.program, m.value))
+        return reply(Op::kError, EINVAL, "not an XRC domain this program has open");
+      return reply(Op::kDone, 0);
+    case Op::kXrcSrqAdd:
+      if (!c.program ||
+          !c.sw->add_xrc_srq(*c.program, static_cast<std::uint32_t>(std::atoi(m.text.c_str())),
+                             m.value))
+        return reply(Op::kError, EINVAL, "not an SRQ number of this program's, or no domain");
+      return reply(Op::kDone, 0);
+    case Op::kXrcSrqRemove:
+      if (!c.program || !c.sw->remove_xrc_srq(*c.program, m.value))
+        return reply(Op::kError, EINVAL, "not an XRC SRQ of this program's");
+      return reply(Op::kDone, 0);
+    case Op::kXrcTgtOpen: {
+      if (!c.program) return reply(Op::kError, EINVAL, "not attached");
+      unsigned long domain = 0;
+      int create = 0;
+      if (std::sscanf(m.text.c_str(), "%lu %d", &domain, &create) != 2)
+        return reply(Op::kError, EINVAL, "not \"<domain> <create>\"");
+      auto d = static_cast<std::uint32_t>(domain);
+      const int fd = c.sw->open_xrc_target(*c.program, &d, m.value, create != 0);
+      if (fd < 0) return reply(Op::kError, static_cast<std::uint32_t>(-fd), "no such target QP");
+      return reply(Op::kDone, d, {}, fd);  // the descriptor stays the daemon's
+    }
+    case Op::kXrcTgtClose:
+      if (!c.program || !c.sw->close_xrc_target(*c.program, m.value))
+        return reply(Op::kError, EINVAL, "not a target QP this program made");
       return reply(Op::kDone, 0);
     case Op::kFreeQpn:
       if (!c.program || !c.sw->free_qpn(*c.program, m.value))

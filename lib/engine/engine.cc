@@ -37,6 +37,10 @@ Engine::~Engine() {
 
 void Engine::attach(transport::Qp& qp) {
   const Holding hold(*this);
+  attach_held(qp);
+}
+
+void Engine::attach_held(transport::Qp& qp) {
   qps_[qp.qpn()] = &qp;
   order_.push_back(&qp);
   qp.set_doorbell(this);
@@ -228,18 +232,26 @@ void Engine::receive_roce(ConstBytes frame, const wire::FrameClass& c, Nanos now
     return;
   }
   const auto it = qps_.find(pkt.bth.dest_qp);
-  if (it == qps_.end()) {
-    if (cfg_.forwarder && cfg_.forwarder->forward_roce(pkt.bth.dest_qp, frame)) {
-      counters_.inc(EngineCounter::kRxForwarded);
-      return;
-    }
-    counters_.inc(EngineCounter::kRxUnknownQpn);
-    return;
-  }
+  transport::Qp* qp = it != qps_.end() ? it->second : receive_unknown(pkt, frame);
+  if (qp == nullptr) return;
   UROCE_DEBUG_ASSERT(in_engine_thread());
-  it->second->receive(pkt, now);
-  rearm(*it->second);
-  wake(*it->second);
+  qp->receive(pkt, now);
+  rearm(*qp);
+  wake(*qp);
+}
+
+transport::Qp* Engine::receive_unknown(const wire::RocePacket& pkt, ConstBytes frame) {
+  if (cfg_.forwarder && cfg_.forwarder->forward_roce(pkt, frame)) {
+    counters_.inc(EngineCounter::kRxForwarded);
+    return nullptr;
+  }
+  transport::Qp* adopted = cfg_.adopt_qp ? cfg_.adopt_qp(pkt) : nullptr;
+  if (adopted == nullptr) {
+    counters_.inc(EngineCounter::kRxUnknownQpn);
+    return nullptr;
+  }
+  attach_held(*adopted);
+  return adopted;
 }
 
 void Engine::receive_mcast(const wire::RocePacket& pkt, Nanos now) {

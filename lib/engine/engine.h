@@ -70,6 +70,12 @@ struct EngineConfig {
   /// The device daemon's engine: what its QPs do not take goes to the
   /// programs through this (engine/forwarder.h). Null in a program.
   Forwarder* forwarder = nullptr;
+  /// A program's engine on a shared device: called, holding the engine,
+  /// for a request to a QPN none of its QPs has, which the daemon handed
+  /// it; may make a QP for it (the program's Qp of another program's XRC
+  /// target QP, verbs/xrcd.h), which the engine then attaches and hands
+  /// the request. Empty: none.
+  std::function<transport::Qp*(const wire::RocePacket&)> adopt_qp;
   /// Shown each frame the device sends to itself (self_delivery.h), which
   /// never crosses the port: the device daemon's capture. Empty: none.
   std::function<void(wire::ConstBytes)> loopback_tap;
@@ -246,6 +252,13 @@ class Engine final : private FramePath, private transport::Doorbell {
   /// RX dispatch: one classification, then the host stack, PFC or a QP.
   void receive(wire::ConstBytes frame, Nanos now) override;
   /// A frame of IP, classified as `c`.
+  /// attach's work, holding the engine.
+  void attach_held(transport::Qp& qp);
+  /// A RoCE packet for a QPN none of the QPs has: forwarded (the daemon's
+  /// engine), or a QP adopted for it (EngineConfig::adopt_qp) and
+  /// returned, or counted and dropped (null).
+  [[gnu::noinline]] transport::Qp* receive_unknown(const wire::RocePacket& pkt,
+                                                   wire::ConstBytes frame);
   void receive_roce(wire::ConstBytes frame, const wire::FrameClass& c, Nanos now);
   /// A datagram to the multicast QPN: a copy to each QP of its group.
   void receive_mcast(const wire::RocePacket& pkt, Nanos now);

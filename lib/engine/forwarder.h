@@ -12,15 +12,16 @@
 
 #include "engine/frame_path.h"
 #include "wire/bytes.h"
+#include "wire/roce_parser.h"
 
 namespace uroce::engine {
 
 class Forwarder {
  public:
   /// A RoCEv2 frame to one of the device's addresses that passed every
-  /// check of the receive path (ICRC, lengths, version), for `dest_qp`,
-  /// which no QP of the engine has. False when nobody owns the QPN.
-  virtual bool forward_roce(std::uint32_t dest_qp, wire::ConstBytes frame) = 0;
+  /// check of the receive path (ICRC, lengths, version), parsed as `pkt`,
+  /// for a QPN no QP of the engine has. False when nobody owns the QPN.
+  virtual bool forward_roce(const wire::RocePacket& pkt, wire::ConstBytes frame) = 0;
   /// A frame every program of the device hears: a datagram to a multicast
   /// group (each program's engine knows its own groups), MAC control
   /// (PAUSE and PFC pause every program's QPs), ARP and neighbour

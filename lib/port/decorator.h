@@ -52,6 +52,18 @@ class Decorator : public Port {
     return inner_->bind_cm_port(key, service_id, ip, flags);
   }
   void unbind_cm_port(std::uint32_t key) override { inner_->unbind_cm_port(key); }
+  std::int64_t open_xrc_domain(int fd, int oflags) override {
+    return inner_->open_xrc_domain(fd, oflags);
+  }
+  void close_xrc_domain(std::uint32_t domain) override { inner_->close_xrc_domain(domain); }
+  void add_xrc_srq(std::uint32_t domain, std::uint32_t srqn) override {
+    inner_->add_xrc_srq(domain, srqn);
+  }
+  void remove_xrc_srq(std::uint32_t srqn) override { inner_->remove_xrc_srq(srqn); }
+  int open_xrc_target(std::uint32_t* domain, std::uint32_t qpn, bool create) override {
+    return inner_->open_xrc_target(domain, qpn, create);
+  }
+  void close_xrc_target(std::uint32_t qpn) override { inner_->close_xrc_target(qpn); }
 
   Port& inner() { return *inner_; }
 

@@ -129,6 +129,36 @@ class Port {
     return 0;
   }
   virtual void unbind_cm_port(std::uint32_t key) { (void)key; }
+
+  /// XRC domains shared between the programs of a host, through the
+  /// daemon of a shared port (verbs/xrcd.h). The host's domain of the
+  /// file `fd` is open on, opened once more for this program (`oflags`:
+  /// O_CREAT, O_EXCL): its number, or 0 when the port shares none (the
+  /// domain is then the program's own); -EINVAL as ibv_open_xrcd fails.
+  virtual std::int64_t open_xrc_domain(int fd, int oflags) {
+    (void)fd;
+    (void)oflags;
+    return 0;
+  }
+  virtual void close_xrc_domain(std::uint32_t domain) { (void)domain; }
+  /// Requests naming the XRC SRQ `srqn` (a QPN of this program's) of
+  /// `domain` come to this program, whichever target QP they are for.
+  virtual void add_xrc_srq(std::uint32_t domain, std::uint32_t srqn) {
+    (void)domain;
+    (void)srqn;
+  }
+  virtual void remove_xrc_srq(std::uint32_t srqn) { (void)srqn; }
+  /// The shared responder block of XRC target QP `qpn` of `domain` (0:
+  /// any domain this program has open, written back), made with `create`
+  /// for a QPN of this program's: a descriptor to map, or -errno.
+  virtual int open_xrc_target(std::uint32_t* domain, std::uint32_t qpn, bool create) {
+    (void)domain;
+    (void)qpn;
+    (void)create;
+    return -EOPNOTSUPP;
+  }
+  /// The target QP this program made is gone.
+  virtual void close_xrc_target(std::uint32_t qpn) { (void)qpn; }
 };
 
 }  // namespace uroce::port

@@ -152,6 +152,13 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c,
     if (!d->address_watch_)
       log::get().warn("{}: {}; the GID table stays as it is now", dc.name, why);
   }
+  if (d->port_->shared()) {
+    // Another program's XRC target QP, for a request to an SRQ of ours.
+    Device* dev = d.get();
+    ec.adopt_qp = [dev](const wire::RocePacket& pkt) {
+      return dev->xrc_domains().adopt_target(pkt);
+    };
+  }
   d->engine_ = std::make_unique<engine::Engine>(*d->port_, ec);
   d->dcqcn_ = c.dcqcn;
   if (c.dcqcn.enabled) d->np_.emplace(d->dcqcn_);

@@ -118,6 +118,8 @@ class Device {
   /// XRC domains and XRC SRQs (verbs/xrcd.h), device-wide: a domain
   /// opened on a file is shared by every context that opens the file.
   XrcDomains& xrc_domains() { return *xrc_; }
+  /// The device's port (its daemon's calls, for a shared one).
+  port::Port& port() { return *port_; }
 
   /// A new QP number, unpredictable and unused on this device (on the
   /// host, for a device shared through its daemon); 0 when none can be

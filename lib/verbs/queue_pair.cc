@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "verbs/queue_pair.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 
@@ -81,7 +83,35 @@ int QueuePair::create_xrc_target(Xrcd& xrcd, std::shared_ptr<QueuePair>* out) {
   return 0;
 }
 
-int QueuePair::start(const QpCaps& caps, transport::QpInit init) {
+int QueuePair::open_shared_target(Xrcd& xrcd, std::uint32_t qpn, bool attach,
+                                  std::shared_ptr<QueuePair>* out) {
+  if (xrcd.host_domain() == 0) return ENOENT;
+  std::shared_ptr<QueuePair> q(
+      new QueuePair(xrcd.context(), nullptr, nullptr, nullptr, nullptr, &xrcd));
+  q->owns_qpn_ = false;
+  QpCaps c;
+  c.type = transport::QpType::kXrcTgt;
+  transport::QpInit init;
+  init.xrc = &xrcd;
+  if (int rc = q->start(c, init, qpn, attach); rc != 0) return rc;
+  *out = std::move(q);
+  return 0;
+}
+
+int QueuePair::map_shared_target(std::uint32_t qpn, bool create, transport::QpInit& init) {
+  std::uint32_t domain = xrcd_->host_domain();
+  const int fd = dev_.port().open_xrc_target(&domain, qpn, create);
+  if (fd < 0) return -fd;
+  xrc_block_ = XrcTargetBlock::map(fd);
+  const int err = errno;
+  close(fd);
+  if (!xrc_block_) return err;
+  init.shared = xrc_block_->responder();
+  init.shared_lock = xrc_block_.get();
+  return 0;
+}
+
+int QueuePair::start(const QpCaps& caps, transport::QpInit init, std::uint32_t qpn, bool attach) {
   using transport::QpType;
   const DeviceAttr& a = dev_.attr();
   if (caps.max_send_wr > a.max_qp_wr || caps.max_send_sge > a.max_sge ||
@@ -101,8 +131,14 @@ int QueuePair::start(const QpCaps& caps, transport::QpInit init) {
   granted.max_recv_sge = own_rq ? std::max(caps.max_recv_sge, 1u) : 0;
 
   init.type = caps.type;
-  init.qpn = dev_.alloc_qpn();
+  init.qpn = owns_qpn_ ? dev_.alloc_qpn() : qpn;
   if (init.qpn == 0) return EIO;  // a shared device whose daemon is gone
+  if (caps.type == QpType::kXrcTgt && xrcd_->host_domain() != 0) {
+    if (const int rc = map_shared_target(init.qpn, owns_qpn_, init); rc != 0) {
+      if (owns_qpn_) dev_.free_qpn(init.qpn);
+      return rc;
+    }
+  }
   init.max_send_wr = std::max(granted.max_send_wr, 1u);
   init.max_send_sge = std::max(granted.max_send_sge, 1u);
   init.max_inline_data = granted.max_inline_data;
@@ -125,7 +161,7 @@ int QueuePair::start(const QpCaps& caps, transport::QpInit init) {
   qp_ = std::make_unique<transport::Qp>(init);
   qp_raw_ = qp_.get();
   ctx_.enter(*qp_, *this);
-  dev_.engine().attach(*qp_);
+  if (attach) dev_.engine().attach(*qp_);
   return 0;
 }
 
@@ -156,7 +192,10 @@ QueuePair::~QueuePair() {
     dev_.engine().detach(qp_->qpn());
     if (memory_) memory_->release();
     dev_.retire_qp_counters(qp_->counters());
-    dev_.free_qpn(qp_->qpn());
+    // A shared target QP this program made ends at the daemon too (the
+    // other programs' Qps of it receive nothing more).
+    if (xrc_block_ && owns_qpn_) dev_.port().close_xrc_target(qp_->qpn());
+    if (owns_qpn_) dev_.free_qpn(qp_->qpn());
     qp_.reset();
   }
   if (xrcd_) xrcd_->users().release();

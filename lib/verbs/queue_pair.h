@@ -21,6 +21,7 @@
 #include "verbs/mr_table.h"
 #include "verbs/pd.h"
 #include "verbs/srq.h"
+#include "verbs/xrc_target_block.h"
 #include "verbs/xrcd.h"
 #include "wire/ip.h"
 
@@ -68,7 +69,18 @@ class QueuePair {
   /// queue, no PD and no CQ of its own (each message brings its SRQ's).
   /// It belongs to the domain: ibv_open_qp finds it there, and it goes
   /// with the last handle (shared_ptr) to it.
+  /// In a domain shared with other programs (Xrcd::host_domain), its
+  /// responder is in a block the device daemon makes, which every program
+  /// that receives for it maps (verbs/xrc_target_block.h).
   static int create_xrc_target(Xrcd& xrcd, std::shared_ptr<QueuePair>* out);
+  /// This program's QP for the target QP `qpn` another program made in
+  /// the shared domain `xrcd`: the same QPN, over the block the daemon
+  /// hands out (ibv_open_qp, and the first request the daemon hands this
+  /// program for it). With `attach` false the caller attaches it to the
+  /// engine (the engine thread, holding it). ENOENT when the daemon has
+  /// no such target QP in the domain.
+  static int open_shared_target(Xrcd& xrcd, std::uint32_t qpn, bool attach,
+                                std::shared_ptr<QueuePair>* out);
   /// ibv_destroy_qp: EBUSY while the QP is attached to a multicast group
   /// (the kernel's uverbs_free_qp refuses it until the program detached).
   static int destroy(std::unique_ptr<QueuePair>& qp);
@@ -146,9 +158,12 @@ class QueuePair {
 
  private:
   QueuePair(Context& ctx, Pd* pd, Cq* send_cq, Cq* recv_cq, Srq* srq, Xrcd* xrcd);
-  /// Makes the transport QP (init: the type, sizes and CQs) and attaches
-  /// it to the engine.
-  int start(const QpCaps& caps, transport::QpInit init);
+  /// Makes the transport QP (init: the type, sizes and CQs; a QPN, or 0
+  /// for a new one) and attaches it to the engine unless told not to.
+  int start(const QpCaps& caps, transport::QpInit init, std::uint32_t qpn = 0, bool attach = true);
+  /// A target QP of a shared domain: the block of `qpn` mapped, made when
+  /// `create`, and `init` pointed at it. 0 or an errno.
+  int map_shared_target(std::uint32_t qpn, bool create, transport::QpInit& init);
   /// Attached to a multicast group: not to be destroyed (destroy).
   bool in_groups() const;
 
@@ -163,11 +178,15 @@ class QueuePair {
   QpCaps caps_;
   std::mutex send_mu_;
   std::mutex recv_mu_;
-  mutable std::mutex mcast_mu_;        ///< before the device's multicast lock
+  mutable std::mutex mcast_mu_;      ///< before the device's multicast lock
   std::vector<wire::IpAddr> mcast_;  ///< the groups it is attached to
   // DCQCN's gate and observer outlive the QP that uses them (declared
   // first, destroyed last); the QP's address, for the CNP's route.
   std::unique_ptr<cc::QpCongestion> cc_;
+  /// A target QP of a shared domain: its block, mapped (outlives qp_).
+  std::unique_ptr<XrcTargetBlock> xrc_block_;
+  /// The QPN is this program's (alloc_qpn), not another's target QP's.
+  bool owns_qpn_ = true;
   const transport::Qp* qp_raw_ = nullptr;
   std::unique_ptr<transport::Qp> qp_;
 };

@@ -17,8 +17,7 @@ Srq::Srq(Pd& pd, std::uint32_t max_wr, std::uint32_t max_sge)
 int Srq::create(Pd& pd, std::uint32_t max_wr, std::uint32_t max_sge, std::uint32_t limit,
                 std::unique_ptr<Srq>* out) {
   const DeviceAttr& a = pd.device().attr();
-  if (max_wr == 0 || max_wr > a.max_qp_wr || max_sge == 0 || max_sge > a.max_sge ||
-      limit > max_wr)
+  if (max_wr == 0 || max_wr > a.max_qp_wr || max_sge == 0 || max_sge > a.max_sge || limit > max_wr)
     return EINVAL;
   std::unique_ptr<Srq> s(new Srq(pd, max_wr, max_sge));
   s->set_events(pd.context().event_sink());
@@ -41,6 +40,9 @@ int Srq::create_xrc(Pd& pd, Xrcd& xrcd, Cq& cq, std::uint32_t max_wr, std::uint3
   xrcd.users().acquire();
   cq.users().acquire();
   dev.xrc_domains().add_srq(s->srqn_, *s);
+  // In a domain shared with the host's other programs, the daemon hands
+  // this program the requests that name it.
+  if (xrcd.host_domain() != 0) dev.port().add_xrc_srq(xrcd.host_domain(), s->srqn_);
   *out = std::move(s);
   return 0;
 }
@@ -55,6 +57,7 @@ Srq::~Srq() {
   if (xrcd_ != nullptr) {
     // Out of the table first: from here on no target QP reaches it.
     Device& dev = pd_.device();
+    if (xrcd_->host_domain() != 0) dev.port().remove_xrc_srq(srqn_);
     dev.xrc_domains().remove_srq(srqn_);
     cq_->users().release();
     xrcd_->users().release();

@@ -8,7 +8,9 @@
 
 #include "verbs/context.h"
 #include "verbs/device.h"
+#include "verbs/queue_pair.h"
 #include "verbs/srq.h"
+#include "wire/opcode.h"
 
 namespace uroce::verbs {
 
@@ -41,9 +43,41 @@ void Xrcd::remove_target(std::uint32_t qpn) {
 }
 
 std::shared_ptr<QueuePair> Xrcd::open_target(std::uint32_t qpn) {
+  {
+    std::lock_guard lock(targets_mu_);
+    const auto it = targets_.find(qpn);
+    if (it != targets_.end()) return it->second.lock();
+  }
+  // Another program's, in a shared domain: a Qp of this program's for it.
+  // Made without the lock: the engine's thread takes it to adopt one.
+  std::shared_ptr<QueuePair> q;
+  if (QueuePair::open_shared_target(*this, qpn, true, &q) != 0) return nullptr;
+  std::shared_ptr<QueuePair> other;  // one adopted meanwhile wins; ours goes unlocked
+  {
+    std::lock_guard lock(targets_mu_);
+    std::weak_ptr<QueuePair>& slot = targets_[qpn];
+    if (auto existing = slot.lock()) {
+      other = std::exchange(q, existing);
+    } else {
+      slot = q;
+      adopted_.push_back(q);
+    }
+  }
+  return q;
+}
+
+transport::Qp* Xrcd::adopt_target(std::uint32_t qpn) {
+  std::shared_ptr<QueuePair> q;
+  if (QueuePair::open_shared_target(*this, qpn, false, &q) != 0) return nullptr;
   std::lock_guard lock(targets_mu_);
-  const auto it = targets_.find(qpn);
-  return it == targets_.end() ? nullptr : it->second.lock();
+  targets_[qpn] = q;
+  adopted_.push_back(q);
+  return &q->qp();
+}
+
+std::vector<std::shared_ptr<QueuePair>> Xrcd::take_adopted() {
+  std::lock_guard lock(targets_mu_);
+  return std::exchange(adopted_, {});
 }
 
 XrcDomains::~XrcDomains() {
@@ -62,6 +96,7 @@ int XrcDomains::open(Context& ctx, int fd, int oflags, Xrcd** out) {
     file = {st.st_dev, st.st_ino};
   }
   std::lock_guard lock(mu_);
+  std::int64_t host = 0;
   if (fd != -1) {
     if (const auto it = by_file_.find(file); it != by_file_.end()) {
       if (oflags & O_EXCL) return EINVAL;
@@ -69,10 +104,15 @@ int XrcDomains::open(Context& ctx, int fd, int oflags, Xrcd** out) {
       *out = it->second;
       return 0;
     }
-    if (!(oflags & O_CREAT)) return EINVAL;
+    // The host's domain of the file, which another program may have made:
+    // the daemon judges O_CREAT and O_EXCL host-wide.
+    host = dev_.port().open_xrc_domain(fd, oflags);
+    if (host < 0) return static_cast<int>(-host);
+    if (host == 0 && !(oflags & O_CREAT)) return EINVAL;
   }
   auto* x = new Xrcd(ctx);
   x->file_ = file;
+  x->host_domain_ = static_cast<std::uint32_t>(host);
   x->opens_ = 1;
   ctx.objects().acquire();
   if (fd != -1) by_file_[file] = x;
@@ -87,9 +127,22 @@ int XrcDomains::close(Xrcd* xrcd) {
       --xrcd->opens_;
       return 0;
     }
+  }
+  // The last closing: the Qps of other programs' target QPs go first, but
+  // for those the program holds (ibv_open_qp), which keep the domain
+  // busy. Outside the lock: a QP going takes the engine, whose thread may
+  // be adopting one under it.
+  xrcd->take_adopted().clear();
+  {
+    std::lock_guard lock(mu_);
+    if (xrcd->opens_ > 1) {
+      --xrcd->opens_;
+      return 0;
+    }
     if (xrcd->users_.busy()) return EBUSY;
     if (xrcd->file_ != std::pair<dev_t, ino_t>{0, 0}) by_file_.erase(xrcd->file_);
   }
+  if (xrcd->host_domain_ != 0) dev_.port().close_xrc_domain(xrcd->host_domain_);
   Context& ctx = xrcd->ctx_;
   delete xrcd;
   ctx.objects().release();
@@ -107,6 +160,21 @@ void XrcDomains::remove_srq(std::uint32_t srqn) {
 Srq* XrcDomains::find_srq(std::uint32_t srqn) const {
   const auto it = srqs_.find(srqn);
   return it == srqs_.end() ? nullptr : it->second;
+}
+
+transport::Qp* XrcDomains::adopt_target(const wire::RocePacket& pkt) {
+  // Only the daemon hands a program requests for a QPN it has no QP of,
+  // and only XRC requests naming one of its SRQs.
+  if (!pkt.info->is_request() || wire::transport_of(pkt.bth.opcode) != wire::Transport::kXrc)
+    return nullptr;
+  std::lock_guard lock(mu_);
+  // The daemon knows the target QP's domain: the share of it that the
+  // program has is the one the daemon opens the target QP in.
+  for (auto& [file, x] : by_file_) {
+    if (x->host_domain_ == 0) continue;
+    if (transport::Qp* q = x->adopt_target(pkt.bth.dest_qp)) return q;
+  }
+  return nullptr;
 }
 
 }  // namespace uroce::verbs

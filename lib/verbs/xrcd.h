@@ -8,6 +8,13 @@
 // that file on the device, as the kernel shares one by inode; it lasts
 // until its last opening is closed.
 //
+// On a device shared through its daemon, that is every opening on the
+// host: the daemon keeps the host's domains (daemon/host_xrc.h), and each
+// program's Xrcd of one is its share of it (host_domain). The daemon hands
+// a program the requests that name its SRQs, whichever program made their
+// target QP; the program receives them through a Qp of its own for that
+// target QP (adopted, on the first), over the responder they share.
+//
 // The device's XRC state is one XrcDomains: its domains by file, and its
 // XRC SRQs by number, which target QPs look up on the engine thread for
 // every request (changes are made holding the engine).
@@ -20,9 +27,15 @@
 #include <mutex>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "transport/memory.h"
 #include "verbs/use_count.h"
+#include "wire/roce_parser.h"
+
+namespace uroce::transport {
+class Qp;
+}  // namespace uroce::transport
 
 namespace uroce::verbs {
 
@@ -50,20 +63,36 @@ class Xrcd : public transport::XrcDomain {
   /// The domain's XRC SRQs and target QPs.
   UseCount& users() { return users_; }
 
-  /// Target QPs, for ibv_open_qp: the QP `qpn` of this domain, or null.
+  /// The host's domain this is a share of (its number at the daemon), or
+  /// 0 for a domain of this process's.
+  std::uint32_t host_domain() const { return host_domain_; }
+
+  /// Target QPs, for ibv_open_qp: the QP `qpn` of this domain (in a
+  /// shared domain, another program's too), or null.
   void add_target(std::uint32_t qpn, const std::weak_ptr<QueuePair>& qp);
   void remove_target(std::uint32_t qpn);
   std::shared_ptr<QueuePair> open_target(std::uint32_t qpn);
+  /// The engine thread, holding the engine: this program's Qp of the
+  /// target QP `qpn` another program made in this shared domain, made for
+  /// the first request the daemon hands this program for it. The caller
+  /// attaches it. Null when there is no such target QP.
+  transport::Qp* adopt_target(std::uint32_t qpn);
+  /// The Qps adopted, which the domain holds until its last closing.
+  std::vector<std::shared_ptr<QueuePair>> take_adopted();
 
  private:
   friend class XrcDomains;
   explicit Xrcd(Context& ctx) : ctx_(ctx) {}
   Context& ctx_;
   std::pair<dev_t, ino_t> file_{0, 0};  ///< the file it was opened on; 0, 0 for none
-  std::uint32_t opens_ = 0;             ///< under XrcDomains' lock
+  std::uint32_t host_domain_ = 0;
+  std::uint32_t opens_ = 0;  ///< under XrcDomains' lock
   UseCount users_;
   std::mutex targets_mu_;
   std::unordered_map<std::uint32_t, std::weak_ptr<QueuePair>> targets_;
+  /// Other programs' target QPs this program receives for (under
+  /// targets_mu_).
+  std::vector<std::shared_ptr<QueuePair>> adopted_;
 };
 
 /// A device's XRC domains and XRC SRQs.
@@ -82,6 +111,10 @@ class XrcDomains {
   void remove_srq(std::uint32_t srqn);
   /// Engine thread: the SRQ `srqn`, or null.
   Srq* find_srq(std::uint32_t srqn) const;
+  /// The engine thread, for a request the daemon handed this program for
+  /// a target QP it has no Qp of (Engine's adopt_qp): the Qp of it,
+  /// adopted into the program's share of its domain, or null.
+  transport::Qp* adopt_target(const wire::RocePacket& pkt);
 
  private:
   Device& dev_;
