@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <numeric>
@@ -18,12 +20,14 @@
 #include <vector>
 
 #include "daemon_fixture.h"
+#include "support/child.h"
 #include "verbs/srq.h"
 #include "verbs/xrcd.h"
 
 namespace uroce::daemon {
 namespace {
 
+using namespace std::chrono_literals;
 using test::connect_rc;
 using transport::QpState;
 using transport::RecvWr;
@@ -170,6 +174,80 @@ TEST_F(DaemonXrc, OneTargetQpDeliversToTheSrqsOfBothPrograms) {
     ASSERT_EQ(verbs::QueuePair::destroy(tgt), 0);
   }
   EXPECT_EQ(verbs::Xrcd::close(xb), 0);
+  EXPECT_EQ(verbs::Xrcd::close(xa), 0);
+}
+
+TEST_F(DaemonXrc, AnotherProcessReceivesThroughTheTargetQpOfThisOne) {
+  // A program of another process (xrc_member) opens the domain this one
+  // made; the remote host sends to its SRQ and to ours, alternately,
+  // through our target QP, and WRITEs into its memory.
+  constexpr std::uint32_t kCount = 16;
+  constexpr std::uint32_t kLen = 2500;
+  verbs::Xrcd* xa = nullptr;
+  ASSERT_EQ(verbs::Xrcd::open(*a_->ctx, fd_a_, O_CREAT, &xa), 0);
+  {
+    auto sa = make_srq(*a_, *xa);
+    ASSERT_TRUE(sa);
+    std::shared_ptr<verbs::QueuePair> tgt;
+    ASSERT_EQ(verbs::QueuePair::create_xrc_target(*xa, &tgt), 0);
+    test::Child member(std::string(UROCE_XRC_MEMBER) + " " + config_.daemon_socket + " " + file_ +
+                           " " + std::to_string(kCount) + " " + std::to_string(kLen),
+                       dir_ + "/member.log");
+    unsigned srqn = 0;
+    unsigned long long region = 0;
+    unsigned rkey = 0;
+    ASSERT_TRUE(test::eventually([&] {
+      return std::sscanf(member.output().c_str(), "ready %u %llu %u", &srqn, &region, &rkey) == 3;
+    })) << member.output();
+
+    Host& r = remote();
+    std::unique_ptr<verbs::QueuePair> ini;
+    verbs::QpCaps caps;
+    caps.max_send_wr = 128;
+    caps.max_send_sge = 1;
+    ASSERT_EQ(verbs::QueuePair::create_xrc_initiator(*r.pd, caps, *r.cq, &ini), 0);
+    ASSERT_NO_FATAL_FAILURE(connect_rc(*tgt, r.gid(), ini->qpn()));
+    ASSERT_NO_FATAL_FAILURE(connect_rc(*ini, a_->gid(), tgt->qpn()));
+    // The member's message i is pattern(i) (xrc_member.cc); ours too.
+    const auto pattern = [](std::uint32_t m, std::uint32_t k) {
+      return static_cast<std::uint8_t>(m * 31 + k);
+    };
+    for (std::uint32_t i = 0; i <= kCount; ++i)
+      for (std::uint32_t k = 0; k < kLen; ++k) r.buf[i * kLen + k] = pattern(i, k);
+    for (std::uint32_t k = 0; k < kLen; ++k) r.buf[(kCount + 1) * kLen + k] = pattern(1000, k);
+    for (std::uint32_t i = 0; i < kCount; ++i)
+      ASSERT_NO_FATAL_FAILURE(post_srq(*a_, *sa, i, i * kLen, kLen));
+    for (std::uint32_t i = 0; i < kCount; ++i) {
+      SendWr ours = r.wr(WrOpcode::kSend, 1000 + i, i * kLen, kLen);
+      ours.xrc_remote_srqn = sa->srq_num();
+      ASSERT_NO_FATAL_FAILURE(r.post(*ini, ours));
+      if (i == kCount - 1) {
+        // Before the member's last message, which then finds it written.
+        SendWr w = r.wr(WrOpcode::kRdmaWrite, 3000, (kCount + 1) * kLen, kLen);
+        w.xrc_remote_srqn = srqn;
+        w.remote_addr = region;
+        w.rkey = rkey;
+        ASSERT_NO_FATAL_FAILURE(r.post(*ini, w));
+      }
+      SendWr theirs = r.wr(WrOpcode::kSend, 2000 + i, i * kLen, kLen);
+      theirs.xrc_remote_srqn = srqn;
+      ASSERT_NO_FATAL_FAILURE(r.post(*ini, theirs));
+    }
+    const std::vector<Wc> ws = r.poll(2 * kCount + 1);
+    ASSERT_EQ(ws.size(), 2 * kCount + 1) << member.output();
+    for (const Wc& w : ws) EXPECT_EQ(w.status, WcStatus::kSuccess) << "wr " << w.wr_id;
+    EXPECT_EQ(member.wait(30s), 0) << member.output();
+    EXPECT_NE(member.output().find("ok"), std::string::npos) << member.output();
+    const std::vector<Wc> got = a_->poll(kCount);
+    ASSERT_EQ(got.size(), kCount);
+    for (std::uint32_t i = 0; i < kCount; ++i) {
+      EXPECT_EQ(got[i].status, WcStatus::kSuccess);
+      EXPECT_EQ(got[i].wr_id, i);
+      EXPECT_EQ(0, std::memcmp(a_->buf.data() + i * kLen, r.buf.data() + i * kLen, kLen)) << i;
+    }
+    ASSERT_EQ(verbs::QueuePair::destroy(ini), 0);
+    ASSERT_EQ(verbs::QueuePair::destroy(tgt), 0);
+  }
   EXPECT_EQ(verbs::Xrcd::close(xa), 0);
 }
 
