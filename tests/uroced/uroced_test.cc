@@ -96,6 +96,19 @@ TEST_F(Uroced, TwoPingpongsOfOneHostShareItsDevice) {
   EXPECT_EQ(program_counters('a')["engine.rx_unknown_qpn"], 0u) << slurp(bed_.stats_path('a'));
 }
 
+TEST_F(Uroced, XsrqPingpongsOfOneHostShareTheirXrcDomain) {
+  // ibv_xsrq_pingpong opens its XRC domain on /tmp/xrc_domain: server and
+  // client of one host get the same one, as with the kernel, and each
+  // one's target QPs deliver to its own SRQs in it.
+  Child server(attached('a', "ibv_xsrq_pingpong -d uroce0 -g 1"), dir() + "/server.log");
+  bed_.wait_for_tcp_listener('a', 18515, 20s);
+  Child client(attached('a', "ibv_xsrq_pingpong -d uroce0 -g 1 localhost"), dir() + "/client.log");
+  ASSERT_EQ(client.wait(60s), 0) << client.output() << "\nserver:\n" << server.output();
+  ASSERT_EQ(server.wait(20s), 0) << server.output();
+  EXPECT_TRUE(std::regex_search(client.output(), std::regex("(^|\n)success\n"))) << client.output();
+  EXPECT_EQ(program_counters('a')["engine.rx_unknown_qpn"], 0u) << slurp(bed_.stats_path('a'));
+}
+
 TEST_F(Uroced, PerftestOfOneHostThroughOneDevice) {
   Child server(attached('a', "ib_send_bw -d uroce0 -x 1 -F -n 2000"), dir() + "/server.log");
   bed_.wait_for_tcp_listener('a', 18515, 20s);
