@@ -66,7 +66,10 @@ ibv_qp* xrc_target_handle(ibv_context* context, std::shared_ptr<verbs::QueuePair
   ibqp.qp_context = qp_context;
   ibqp.qp_num = q->qp->qpn();
   ibqp.handle = ibqp.qp_num;
-  ibqp.state = static_cast<ibv_qp_state>(q->qp->state());
+  transport::QpAttr attr;
+  transport::QpState state;
+  q->qp->query(&attr, &state);  // a shared target's: as the last modify left it
+  ibqp.state = static_cast<ibv_qp_state>(state);
   ibqp.qp_type = IBV_QPT_XRC_RECV;
   pthread_mutex_init(&ibqp.mutex, nullptr);
   pthread_cond_init(&ibqp.cond, nullptr);

@@ -126,13 +126,14 @@ bool AttachedPort::knows(Op op) {
   return known;
 }
 
-void AttachedPort::tell(Op op, std::uint32_t value, std::string text) {
+bool AttachedPort::tell(Op op, std::uint32_t value, std::string text) {
   Message req;
   req.op = op;
   req.value = value;
   req.text = std::move(text);
   Message reply;
-  call(sock_, req, &reply);  // a daemon gone has forgotten it already
+  // (A daemon gone has forgotten it already.)
+  return call(sock_, req, &reply) && reply.op == Op::kDone;
 }
 
 bool AttachedPort::keeps_cm_ports() {
@@ -168,17 +169,17 @@ std::int64_t AttachedPort::open_xrc_domain(int fd, int oflags) {
 
 void AttachedPort::close_xrc_domain(std::uint32_t domain) {
   std::lock_guard lock(call_mu_);
-  tell(Op::kXrcdClose, domain);
+  (void)tell(Op::kXrcdClose, domain);
 }
 
-void AttachedPort::add_xrc_srq(std::uint32_t domain, std::uint32_t srqn) {
+bool AttachedPort::add_xrc_srq(std::uint32_t domain, std::uint32_t srqn) {
   std::lock_guard lock(call_mu_);
-  tell(Op::kXrcSrqAdd, srqn, std::to_string(domain));
+  return tell(Op::kXrcSrqAdd, srqn, std::to_string(domain));
 }
 
 void AttachedPort::remove_xrc_srq(std::uint32_t srqn) {
   std::lock_guard lock(call_mu_);
-  tell(Op::kXrcSrqRemove, srqn);
+  (void)tell(Op::kXrcSrqRemove, srqn);
 }
 
 int AttachedPort::open_xrc_target(std::uint32_t* domain, std::uint32_t qpn, bool create) {
@@ -200,7 +201,7 @@ int AttachedPort::open_xrc_target(std::uint32_t* domain, std::uint32_t qpn, bool
 
 void AttachedPort::close_xrc_target(std::uint32_t qpn) {
   std::lock_guard lock(call_mu_);
-  tell(Op::kXrcTgtClose, qpn);
+  (void)tell(Op::kXrcTgtClose, qpn);
 }
 
 bool AttachedPort::failed() const {

@@ -59,7 +59,7 @@ class AttachedPort final : public port::Port {
   /// are its own, as they were then.
   std::int64_t open_xrc_domain(int fd, int oflags) override;
   void close_xrc_domain(std::uint32_t domain) override;
-  void add_xrc_srq(std::uint32_t domain, std::uint32_t srqn) override;
+  bool add_xrc_srq(std::uint32_t domain, std::uint32_t srqn) override;
   void remove_xrc_srq(std::uint32_t srqn) override;
   int open_xrc_target(std::uint32_t* domain, std::uint32_t qpn, bool create) override;
   void close_xrc_target(std::uint32_t qpn) override;
@@ -76,8 +76,9 @@ class AttachedPort final : public port::Port {
   /// where it answers kError to an op it knows (the connection is not
   /// attached) and hangs up on one it does not.
   bool knows(Op op);
-  /// A request with no answer but kDone or kError (under call_mu_).
-  void tell(Op op, std::uint32_t value, std::string text = {});
+  /// A request with no answer but kDone or kError (under call_mu_):
+  /// whether it was kDone.
+  bool tell(Op op, std::uint32_t value, std::string text = {});
   const std::string socket_;
   const int sock_;
   std::optional<bool> keeps_cm_ports_;

@@ -2,6 +2,7 @@
 #include "daemon/host_switch.h"
 
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -123,12 +124,17 @@ bool HostSwitch::free_qpn(Program& p, std::uint32_t qpn) {
     if (it == qpns_.end() || it->second != &p) return false;
     qpns_.erase(it);
     std::erase(p.qpns_, qpn);
+    xrc_.forget_qpn(p, qpn);  // an SRQ or a target QP of that number, if any
     return true;
   });
 }
 
 std::int64_t HostSwitch::open_xrc_domain(Program& p, int fd, int oflags) {
-  return engine_->locked([&] { return xrc_.open_domain(p, fd, oflags); });
+  // Asked before the engine is held: a file on a stuck mount stalls this
+  // call only.
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) return -EBADF;
+  return engine_->locked([&] { return xrc_.open_domain(p, {st.st_dev, st.st_ino}, fd, oflags); });
 }
 
 bool HostSwitch::close_xrc_domain(Program& p, std::uint32_t domain) {

@@ -15,22 +15,24 @@ namespace uroce::daemon {
 
 HostXrc::~HostXrc() {
   for (auto& [qpn, t] : targets_) close(t.fd);
+  for (auto& [d, dom] : domains_) close(dom.fd);
 }
 
-std::int64_t HostXrc::open_domain(Program& p, int fd, int oflags) {
+std::int64_t HostXrc::open_domain(Program& p, std::pair<dev_t, ino_t> file, int fd, int oflags) {
   if ((oflags & ~(O_CREAT | O_EXCL)) != 0) return -EINVAL;
-  struct stat st;
-  if (fd < 0 || fstat(fd, &st) != 0) return -EBADF;
-  const std::pair<dev_t, ino_t> file{st.st_dev, st.st_ino};
   std::uint32_t d;
   if (const auto it = by_file_.find(file); it != by_file_.end()) {
     if (oflags & O_EXCL) return -EINVAL;
     d = it->second;
   } else {
     if (!(oflags & O_CREAT)) return -EINVAL;
-    d = next_domain_++;
-    if (next_domain_ == 0) next_domain_ = 1;
+    const int held = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (held < 0) return -errno;
+    do {
+      d = next_domain_++;
+    } while (d == 0 || domains_.count(d));
     domains_[d].file = file;
+    domains_[d].fd = held;
     by_file_[file] = d;
   }
   ++domains_[d].opens[&p];
@@ -64,6 +66,7 @@ void HostXrc::drop_domain_if_unused(std::uint32_t domain) {
     return true;
   });
   by_file_.erase(it->second.file);
+  close(it->second.fd);
   domains_.erase(it);
 }
 
@@ -104,6 +107,11 @@ bool HostXrc::close_target(Program& p, std::uint32_t qpn) {
   close(it->second.fd);
   targets_.erase(it);
   return true;
+}
+
+void HostXrc::forget_qpn(Program& p, std::uint32_t qpn) {
+  (void)remove_srq(p, qpn);
+  (void)close_target(p, qpn);
 }
 
 void HostXrc::forget(Program& p) {

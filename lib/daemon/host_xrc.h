@@ -36,11 +36,13 @@ class HostXrc {
   HostXrc(const HostXrc&) = delete;
   HostXrc& operator=(const HostXrc&) = delete;
 
-  /// ibv_open_xrcd's domain of the file `fd` is open on, for `p`, with
-  /// `oflags` (O_CREAT, O_EXCL) as the kernel judges them host-wide: the
-  /// domain's number, or -EINVAL (none and no O_CREAT, one and O_EXCL,
-  /// other flags) or -EBADF.
-  std::int64_t open_domain(Program& p, int fd, int oflags);
+  /// ibv_open_xrcd's domain of `file` (its device and inode, which `fd`
+  /// is open on), for `p`, with `oflags` (O_CREAT, O_EXCL) as the kernel
+  /// judges them host-wide: the domain's number, or -EINVAL (none and no
+  /// O_CREAT, one and O_EXCL, other flags) or -errno. A new domain keeps
+  /// a descriptor of the file, as the kernel holds the inode: its number
+  /// names no other file while the domain lasts.
+  std::int64_t open_domain(Program& p, std::pair<dev_t, ino_t> file, int fd, int oflags);
   /// One opening less; false when `p` has none.
   bool close_domain(Program& p, std::uint32_t domain);
   /// The XRC SRQ `srqn` of `domain`, now `p`'s (its QPN `srqn`, checked by
@@ -56,6 +58,8 @@ class HostXrc {
   bool close_target(Program& p, std::uint32_t qpn);
   /// `p` detached: everything of its goes.
   void forget(Program& p);
+  /// `p` freed its QPN `qpn`: an SRQ or a target QP of that number goes.
+  void forget_qpn(Program& p, std::uint32_t qpn);
 
   /// Who receives `pkt`, a request for a target QP of a shared domain
   /// naming an SRQ of that domain: the SRQ's program. Null for anything
@@ -66,6 +70,7 @@ class HostXrc {
  private:
   struct Domain {
     std::pair<dev_t, ino_t> file;
+    int fd = -1;                              ///< the file, held
     std::map<Program*, std::uint32_t> opens;  ///< per program, how many
   };
   struct Srq {

@@ -339,7 +339,10 @@ bool Server::serve(Conn& c) {
   // is read (its inode) and closed right away.
   const int file = m.op == Op::kXrcdOpen ? m.fd : -1;
   if (m.fd >= 0 && file < 0) close(m.fd);
-  if (c.capture) return false;  // a capture's connection only receives
+  if (c.capture) {  // a capture's connection only receives
+    if (file >= 0) close(file);
+    return false;
+  }
   const auto reply = [&](Op op, std::uint32_t value, std::string text = {}, int fd = -1) {
     Message out;
     out.op = op;

@@ -41,7 +41,12 @@ void Engine::attach(transport::Qp& qp) {
 }
 
 void Engine::attach_held(transport::Qp& qp) {
-  qps_[qp.qpn()] = &qp;
+  transport::Qp*& slot = qps_[qp.qpn()];
+  // A QP attached under the QPN already (another program's XRC target QP
+  // this one received for) leaves the turn order with it: one QP a QPN.
+  if (slot != nullptr && slot != &qp)
+    order_.erase(std::remove(order_.begin(), order_.end(), slot), order_.end());
+  slot = &qp;
   order_.push_back(&qp);
   qp.set_doorbell(this);
   // The engine's marks start afresh: a QP attached again, or one that
@@ -53,10 +58,27 @@ void Engine::attach_held(transport::Qp& qp) {
   wake(qp);
 }
 
+void Engine::detach(const transport::Qp& qp) {
+  const Holding hold(*this);
+  const auto it = qps_.find(qp.qpn());
+  if (it != qps_.end() && it->second == &qp) {
+    detach_held(it);
+    return;
+  }
+  // Another QP holds its QPN (a program's QP of another program's XRC
+  // target QP, whose QPN came back to this program): it leaves the turn
+  // order alone.
+  order_.erase(std::remove(order_.begin(), order_.end(), &qp), order_.end());
+}
+
 void Engine::detach(std::uint32_t qpn) {
   const Holding hold(*this);
   const auto it = qps_.find(qpn);
-  if (it == qps_.end()) return;
+  if (it != qps_.end()) detach_held(it);
+}
+
+void Engine::detach_held(QpTable::iterator it) {
+  const std::uint32_t qpn = it->first;
   order_.erase(std::remove(order_.begin(), order_.end(), it->second), order_.end());
   it->second->set_doorbell(nullptr);
   // Its QPN leaves the round robin too: a QP attached later under the
@@ -470,12 +492,16 @@ bool Engine::loops_back(const port::TxFrame& f) const {
   // Ours when the BTH names one of our QPs; the rest of what goes to the
   // device's addresses is the daemon's to deliver. QP 1 is the host's: a
   // MAD to the device's own address may be for another program's CM (a
-  // listener of the host), which the daemon knows.
+  // listener of the host), which the daemon knows; so is a request for an
+  // XRC target QP other programs share, which goes to the program with
+  // the SRQ it names.
   const wire::FrameClass c = wire::classify(wire::ConstBytes(f.room.data(), f.length));
   const std::size_t bth = c.l4_offset() + wire::UdpHdr::kSize;
   if (c.l4_proto != wire::ip_proto::kUdp || f.length < bth + wire::kBthSize) return false;
   const std::uint32_t dest = wire::load_be24(f.room.data() + bth + 5);
-  return dest != wire::kGsiQpn && qps_.contains(dest);
+  if (dest == wire::kGsiQpn) return false;
+  const auto it = qps_.find(dest);
+  return it != qps_.end() && !it->second->shared();
 }
 
 void Engine::transmit(port::TxFrame* frames, std::uint16_t n) {

@@ -101,6 +101,11 @@ class Engine final : private FramePath, private transport::Doorbell {
   /// Removes a QP (from its multicast groups too); once this returns the
   /// engine no longer touches it.
   void detach(std::uint32_t qpn);
+  /// The same for `qp`, which another QP may have displaced under its QPN
+  /// (that one stays).
+  void detach(const transport::Qp& qp);
+  /// attach, for a caller that holds the engine (inside locked()).
+  void attach_held(transport::Qp& qp);
   /// Attaches an attached QP to a multicast group (a multicast GID,
   /// wire::is_multicast): datagrams to the group reach it from the next
   /// iteration on, and the device's own sends to the group come back to
@@ -252,8 +257,8 @@ class Engine final : private FramePath, private transport::Doorbell {
   /// RX dispatch: one classification, then the host stack, PFC or a QP.
   void receive(wire::ConstBytes frame, Nanos now) override;
   /// A frame of IP, classified as `c`.
-  /// attach's work, holding the engine.
-  void attach_held(transport::Qp& qp);
+  using QpTable = std::unordered_map<std::uint32_t, transport::Qp*>;
+  void detach_held(QpTable::iterator it);
   /// A RoCE packet for a QPN none of the QPs has: forwarded (the daemon's
   /// engine), or a QP adopted for it (EngineConfig::adopt_qp) and
   /// returned, or counted and dropped (null).
@@ -306,7 +311,7 @@ class Engine final : private FramePath, private transport::Doorbell {
   const bool shared_;  ///< the port is a device daemon's (port.shared())
 
   // The queue-pair side.
-  std::unordered_map<std::uint32_t, transport::Qp*> qps_;
+  QpTable qps_;
   std::vector<transport::Qp*> order_;  ///< every attached QP (stats, fail_all, rescan)
   // The transmit round robin: the QPs that may have work, by QPN (one
   // detached while queued is skipped), each once (Qp::tx_queued). O(1) in

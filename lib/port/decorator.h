@@ -56,8 +56,8 @@ class Decorator : public Port {
     return inner_->open_xrc_domain(fd, oflags);
   }
   void close_xrc_domain(std::uint32_t domain) override { inner_->close_xrc_domain(domain); }
-  void add_xrc_srq(std::uint32_t domain, std::uint32_t srqn) override {
-    inner_->add_xrc_srq(domain, srqn);
+  bool add_xrc_srq(std::uint32_t domain, std::uint32_t srqn) override {
+    return inner_->add_xrc_srq(domain, srqn);
   }
   void remove_xrc_srq(std::uint32_t srqn) override { inner_->remove_xrc_srq(srqn); }
   int open_xrc_target(std::uint32_t* domain, std::uint32_t qpn, bool create) override {

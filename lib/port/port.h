@@ -143,9 +143,11 @@ class Port {
   virtual void close_xrc_domain(std::uint32_t domain) { (void)domain; }
   /// Requests naming the XRC SRQ `srqn` (a QPN of this program's) of
   /// `domain` come to this program, whichever target QP they are for.
-  virtual void add_xrc_srq(std::uint32_t domain, std::uint32_t srqn) {
+  /// False when the daemon refused (or is gone).
+  virtual bool add_xrc_srq(std::uint32_t domain, std::uint32_t srqn) {
     (void)domain;
     (void)srqn;
+    return true;
   }
   virtual void remove_xrc_srq(std::uint32_t srqn) { (void)srqn; }
   /// The shared responder block of XRC target QP `qpn` of `domain` (0:

@@ -33,6 +33,9 @@ enum class Counter : std::uint8_t {
   kDroppedInvalid,      ///< packets dropped for QP-level checks (state, P_Key, Q_Key, ...)
   kEcnMarkedPkts,       ///< CE-marked packets received (np_ecn_marked_roce_packets)
   kXrcSrqErr,           ///< XRC target: requests naming no SRQ of its domain, NAKed
+  /// XRC target shared between processes: requests kept until another
+  /// process ran those before them
+  kXrcSharedWaits,
   // Selective repeat (uroce's own; docs/transport.md).
   kSrOooKept,         ///< responder: requests ahead of the expected PSN kept, not dropped
   kSrSackSent,        ///< responder: selective acknowledgements sent
@@ -86,6 +89,8 @@ constexpr std::string_view name(Counter c) {
       return "np_ecn_marked_roce_packets";
     case Counter::kXrcSrqErr:
       return "xrc_srq_err";
+    case Counter::kXrcSharedWaits:
+      return "xrc_shared_waits";
     case Counter::kSrOooKept:
       return "sr_ooo_kept";
     case Counter::kSrSackSent:

@@ -32,6 +32,14 @@ inline constexpr std::uint32_t kAckReqEveryPackets = 64;
 /// no AckReq asks for it (ACK coalescing bound).
 inline constexpr std::uint32_t kAckCoalesceMax = 16;
 
+/// A shared XRC target QP waits this long for a request another process
+/// receives before one it received itself, ahead of it, then NAKs a
+/// sequence error as after a loss; it looks again every kSharedPollNs.
+/// (Another program's engine gets to a frame within microseconds while it
+/// runs; a loss is what takes longer.)
+inline constexpr std::uint64_t kSharedWaitNs = 1'000'000;
+inline constexpr std::uint64_t kSharedPollNs = 2'000;
+
 /// UD receives carry a 40-byte GRH ahead of the payload (IBA 11.4.1.1).
 inline constexpr std::uint32_t kGrhSize = 40;
 

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "transport/random.h"
+
 namespace uroce::transport {
 
 using wire::Psn;
@@ -112,7 +114,27 @@ Qp::Qp(const QpInit& init)
       sq_inline_(sq_.size() * max_inline_),
       sq_routes_(type_ == QpType::kUd ? sq_.size() : 0),
       shared_(shared_of(init)),
-      shared_lock_(shared_ != nullptr ? init.shared_lock : nullptr) {}
+      shared_lock_(shared_ != nullptr ? init.shared_lock : nullptr),
+      token_(std::uint64_t{secure_random_u32()} << 32 | secure_random_u32()) {}
+
+Qp::~Qp() {
+  if (shared_ == nullptr) return;
+  // What this Qp still had to send goes with it: the resources its READ
+  // and atomic answers held are free again, and a fatal NAK it could not
+  // send still ends the QP, for every process.
+  SharedGuard guard(*this);
+  for (std::uint32_t k = 0; k < jobs_count_; ++k) {
+    const RespJob& job = jobs_[(jobs_head_ + k) % jobs_.size()];
+    if (job.holds_resource() && job.res < res_.size() && res_[job.res].busy > 0)
+      --res_[job.res].busy;
+  }
+  jobs_count_ = 0;
+  if (fatal_nak_ && state() != QpState::kErr) {
+    state_.store(QpState::kErr, std::memory_order_release);
+    attr_.qp_state = QpState::kErr;
+    shared_publish();
+  }
+}
 
 std::uint32_t Qp::packets_of(const SendWqe& wqe) const {
   switch (wqe.wr.opcode) {
@@ -264,9 +286,11 @@ void Qp::reset_state() {
   comp_ = {};
   resp_ = {};
   reset_resources(0);
+  if (shared_ != nullptr) shared_epoch_ = ++shared_->epoch;
   jobs_.clear();
   jobs_head_ = jobs_count_ = 0;
   fatal_nak_ = false;
+  shared_wait_since_ = shared_wait_poll_ = 0;
   sr_ = {};
   sr_clear_kept();
   attr_ = QpAttr{};
@@ -430,18 +454,25 @@ void Qp::shared_enter() {
   // what this process queued to send is its own.
   shared_seen_ = generation;
   attr_ = shared_->attr;
+  // What another program wrote is checked as if it came off the wire.
+  attr_.max_dest_rd_atomic =
+      static_cast<std::uint8_t>(std::min<std::uint32_t>(attr_.max_dest_rd_atomic, kMaxRdAtomic));
   route_template_ = wire::RouteTemplate(attr_.route);
-  res_ = {shared_->res.data(), shared_->res_count};
+  res_ = {shared_->res.data(), std::min<std::size_t>(shared_->res_count, kMaxRdAtomic)};
   const QpState from = state();
   const QpState to = shared_->state;
-  if (to == from) return;
+  const bool new_epoch = shared_->epoch != shared_epoch_;
+  if (to == from && !new_epoch) return;
   const bool responding = to == QpState::kRtr || to == QpState::kRts || to == QpState::kSqd;
-  if (!responding || from == QpState::kReset || from == QpState::kInit) {
+  if (new_epoch || !responding || from == QpState::kReset || from == QpState::kInit) {
+    shared_epoch_ = shared_->epoch;
     // Into RTR, as the modify that took it there sized them; out of it,
     // nothing left to send.
     jobs_.assign(responding ? 2 * attr_.max_dest_rd_atomic + 4 : 0, RespJob{});
     jobs_head_ = jobs_count_ = 0;
     fatal_nak_ = false;
+    sr_clear_kept();
+    shared_wait_since_ = shared_wait_poll_ = 0;
   }
   state_.store(to, std::memory_order_release);
   if (to == QpState::kErr) {
@@ -631,10 +662,21 @@ Nanos Qp::next_deadline() const {
   for (Nanos t : {comp_.rto_deadline, comp_.rnr_until, req_.gate_retry_at}) {
     if (t != 0 && (d == 0 || t < d)) d = t;
   }
+  // A shared XRC target has no requester: its one timer is the wait for
+  // another process's requests.
+  if (shared_ != nullptr) [[unlikely]]
+    return shared_wait_poll_;
   return d;
 }
 
 void Qp::on_timer(Nanos now) {
+  if (shared_ != nullptr) [[unlikely]] {
+    if (shared_wait_poll_ != 0 && now >= shared_wait_poll_) {
+      SharedGuard guard(*this);
+      resume_waiting(now);
+    }
+    return;
+  }
   if (req_.gate_retry_at != 0 && now >= req_.gate_retry_at) req_.gate_retry_at = 0;
   if (comp_.rnr_until != 0 && now >= comp_.rnr_until) {
     comp_.rnr_until = 0;

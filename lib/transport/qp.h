@@ -72,6 +72,9 @@ struct SharedResponder {
   /// One more with each change of `state` or `attr` (read and written
   /// through std::atomic_ref: has_work looks without the lock).
   std::uint64_t generation = 0;
+  /// One more with each reset: a Qp that adopts a new epoch drops what it
+  /// queued before, whatever states it missed between.
+  std::uint64_t epoch = 0;
   QpState state = QpState::kReset;
   QpAttr attr;
   ResponderState resp;
@@ -169,6 +172,16 @@ class Qp {
   std::uint64_t sq_outstanding() const {
     return sq_tail_.load(std::memory_order_relaxed) - sq_head_.load(std::memory_order_relaxed);
   }
+
+  /// An XRC target whose responder other processes share (QpInit::shared).
+  bool shared() const { return shared_ != nullptr; }
+  /// A shared target: adopts now what another process's modify changed
+  /// (the state and attributes a query reports). Engine thread or not:
+  /// holds the block's lock.
+  void sync_shared() {
+    if (shared_ != nullptr) SharedGuard guard(*this);
+  }
+  ~Qp();
 
   /// Delivers a received, validated packet addressed to this QP.
   void receive(const wire::RocePacket& pkt, Nanos now) {
@@ -378,6 +391,9 @@ class Qp {
   void sr_tail_probe(Nanos now);
   void on_selective_ack(const wire::RocePacket& pkt, Nanos now);
   void sr_keep(const wire::RocePacket& pkt);
+  /// Keeps `pkt`, a request ahead of the expected PSN, in its slot (a
+  /// copy of its frame), to run when the expected PSN reaches it.
+  void keep_request(const wire::RocePacket& pkt);
   bool sr_holds(wire::Psn psn) const;
   /// Frees the slot of `psn` (whatever PSN it holds).
   void sr_forget(wire::Psn psn);
@@ -425,6 +441,14 @@ class Qp {
   void write_grh(const wire::RocePacket& pkt, std::uint8_t* grh) const;
   bool responder_send_one(TxSink& sink, Nanos now);
   std::uint32_t alloc_resource();
+  /// A shared XRC target, `pkt` ahead of the expected PSN: the requests
+  /// before it may be another process's, on their way through its
+  /// engine. Keeps it and looks again shortly (on_timer), unless it has
+  /// waited kSharedWaitNs for them already: false, NAK it.
+  bool wait_for_other_process(const wire::RocePacket& pkt, Nanos now);
+  /// Runs what waits once the expected PSN reached it; NAKs a sequence
+  /// error if the wait is over and it has not.
+  void resume_waiting(Nanos now);
   /// Gives the responder `n` resources, all free.
   void reset_resources(std::uint32_t n);
 
@@ -539,8 +563,18 @@ class Qp {
   std::span<RespResource> res_;
   SharedResponder* const shared_;
   SharedResponderLock* const shared_lock_;
-  /// The block's generation this QP last adopted.
+  /// The block's generation and epoch this QP last adopted.
   std::uint64_t shared_seen_ = 0;
+  std::uint64_t shared_epoch_ = 0;
+  /// Which Qp began the WRITE in progress (resp_.write_token), unique
+  /// across the processes sharing a target; where that WRITE goes, in this
+  /// process's memory.
+  const std::uint64_t token_;
+  std::uint8_t* write_data_ = nullptr;
+  /// Requests kept for another process's to run first
+  /// (wait_for_other_process): since when, and the next look.
+  Nanos shared_wait_since_ = 0;
+  Nanos shared_wait_poll_ = 0;
   std::vector<RespJob> jobs_;  ///< ring
   /// This QP queued the NAK that ends it (resp_.fatal): it enters the
   /// error state once the NAK is sent. (A shared target's other processes

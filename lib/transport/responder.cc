@@ -122,7 +122,9 @@ void Qp::responder_error(Psn psn, NakCode code, WcStatus local_status) {
   // operational error is the responder's own (its receive WQE's memory):
   // that WQE's completion reports it.
   queue_nak(psn, AethSyndrome::nak(code));
-  if (resp_.recv_taken) {
+  // An XRC target's WQE in progress is its SRQ's, which a shared target's
+  // other process may have: that one flushes it when it sees the error.
+  if (resp_.recv_taken && (xrc_ == nullptr || bind_xrc_srq(resp_.xrc_srqn))) {
     complete_recv(resp_.recv, local_status, WcOpcode::kRecv, resp_.recv_offset, 0, 0, 0);
     resp_.recv_taken = false;
   }
@@ -252,7 +254,8 @@ bool Qp::execute_write(const wire::RocePacket& pkt) {
       responder_error(pkt.bth.psn, NakCode::kInvalidRequest, WcStatus::kRemInvReqErr);
       return false;
     }
-    resp_.write_data = nullptr;
+    write_data_ = nullptr;
+    resp_.write_token = token_;
     // A zero-length WRITE checks no R_Key (IBA C9-88).
     if (reth.dma_length > 0) {
       const MemRef ref = memory_->remote(reth.rkey, reth.va, reth.dma_length, access::kRemoteWrite);
@@ -260,7 +263,7 @@ bool Qp::execute_write(const wire::RocePacket& pkt) {
         responder_error(pkt.bth.psn, NakCode::kRemoteAccessError, WcStatus::kRemAccessErr);
         return false;
       }
-      resp_.write_data = ref.ptr;
+      write_data_ = ref.ptr;
     }
     resp_.write_length = reth.dma_length;
     resp_.write_offset = 0;
@@ -269,11 +272,12 @@ bool Qp::execute_write(const wire::RocePacket& pkt) {
   // packet writes anything so an RNR retry finds memory as it was.
   if (info.has_immediate() && !take_recv(pkt.bth.psn)) return false;
   const std::size_t n = pkt.payload.size();
-  if (resp_.write_offset + n > resp_.write_length) {
+  // (Another Qp of a shared target began it: not this one's to write.)
+  if (resp_.write_offset + n > resp_.write_length || resp_.write_token != token_) {
     responder_error(pkt.bth.psn, NakCode::kInvalidRequest, WcStatus::kRemInvReqErr);
     return false;
   }
-  if (n > 0) std::memcpy(resp_.write_data + resp_.write_offset, pkt.payload.data(), n);
+  if (n > 0) std::memcpy(write_data_ + resp_.write_offset, pkt.payload.data(), n);
   resp_.write_offset += static_cast<std::uint32_t>(n);
   resp_.in_write = !info.ends_message();
   if (info.ends_message() && info.has_immediate()) {
@@ -553,6 +557,9 @@ void Qp::responder_receive(const wire::RocePacket& pkt, Nanos now) {
       sr_keep(pkt);
       return;
     }
+    if (shared_ != nullptr && static_cast<std::uint32_t>(diff) < kMaxUnackedPsns &&
+        wait_for_other_process(pkt, now))
+      return;
     // Out of sequence: one NAK per gap, then silence until the expected
     // PSN arrives (IBA 9.7.5.1.3).
     if (!resp_.nak_sent) {
@@ -572,6 +579,45 @@ void Qp::responder_receive(const wire::RocePacket& pkt, Nanos now) {
     return;
   }
   responder_execute(pkt, now);
+}
+
+bool Qp::wait_for_other_process(const wire::RocePacket& pkt, Nanos now) {
+  if (shared_wait_since_ == 0) {
+    shared_wait_since_ = now;
+  } else if (now - shared_wait_since_ >= kSharedWaitNs) {
+    sr_clear_kept();
+    shared_wait_since_ = shared_wait_poll_ = 0;
+    return false;
+  }
+  keep_request(pkt);
+  shared_wait_poll_ = now + kSharedPollNs;
+  return true;
+}
+
+void Qp::resume_waiting(Nanos now) {
+  shared_wait_poll_ = 0;
+  if (sr_kept_count_ != 0 && !resp_.fatal && sr_holds(resp_.epsn)) {
+    sr_drain(now);
+    shared_wait_since_ = now;  // a new wait, for what still waits
+  }
+  if (sr_kept_count_ == 0 || resp_.fatal) {
+    sr_clear_kept();
+    shared_wait_since_ = 0;
+    return;
+  }
+  if (now - shared_wait_since_ < kSharedWaitNs) {
+    shared_wait_poll_ = now + kSharedPollNs;
+    return;
+  }
+  // The wait is over: lost on the wire, most likely. Go-back-N, as for
+  // any gap.
+  sr_clear_kept();
+  shared_wait_since_ = 0;
+  if (!resp_.nak_sent) {
+    resp_.nak_sent = true;
+    queue_nak(resp_.epsn, AethSyndrome::nak(NakCode::kPsnSequenceError));
+    counters_.inc(Counter::kPacketSeqErr);
+  }
 }
 
 bool Qp::responder_send_one(TxSink& sink, Nanos /*now*/) {

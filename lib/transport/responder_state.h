@@ -18,11 +18,12 @@
 // the state and attributes the last Modify QP set, which every process
 // adopts; and a lock that orders them.
 //
-// Everything here is trivially copyable and holds no pointer that another
-// process could follow: the one pointer, a WRITE's destination, belongs to
-// the process executing that message, and every packet of a message names
-// the same SRQ, so it reaches the same process (a packet that names another
-// is refused before the pointer is used).
+// Everything here is trivially copyable and holds no pointer: another
+// program could write anything here, and nothing here may make this one
+// touch memory its own tables do not allow. A WRITE's destination stays in
+// the Qp that executed its first packet; the block says which one (its
+// token), and a later packet of the message any other Qp receives is an
+// invalid request.
 
 #include <cstdint>
 #include <optional>
@@ -66,7 +67,7 @@ struct ResponderState {
   bool recv_taken = false;
   RecvWr recv;
   std::uint32_t recv_offset = 0;
-  std::uint8_t* write_data = nullptr;
+  std::uint64_t write_token = 0;  ///< the Qp whose write_data_ the WRITE in progress uses
   std::uint32_t write_length = 0;
   std::uint32_t write_offset = 0;
   std::uint32_t since_ack = 0;

@@ -330,6 +330,11 @@ std::unique_ptr<Qp::KeptRequest> Qp::sr_take(Psn psn) {
 }
 
 void Qp::sr_keep(const wire::RocePacket& pkt) {
+  keep_request(pkt);
+  queue_sack();
+}
+
+void Qp::keep_request(const wire::RocePacket& pkt) {
   const Psn psn = pkt.bth.psn;
   if (sr_kept_.empty()) sr_kept_.resize(kMaxUnackedPsns);
   if (sr_holds(psn)) {
@@ -348,9 +353,8 @@ void Qp::sr_keep(const wire::RocePacket& pkt) {
     const std::uint32_t i = bit_of(psn);
     sr_held_[i / 64] |= std::uint64_t{1} << (i % 64);
     ++sr_kept_count_;
-    counters_.inc(Counter::kSrOooKept);
+    counters_.inc(shared_ != nullptr ? Counter::kXrcSharedWaits : Counter::kSrOooKept);
   }
-  queue_sack();
 }
 
 void Qp::sr_execute_with_kept(const wire::RocePacket& pkt, Nanos now) {

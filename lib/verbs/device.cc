@@ -192,6 +192,7 @@ Device::~Device() {
   poller_.reset();
   gsi_.store(nullptr, std::memory_order_release);
   gsi_owner_.reset();
+  xrc_->drop_adopted();
   engine_.reset();
   port_.reset();
 }

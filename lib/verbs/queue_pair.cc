@@ -98,6 +98,8 @@ int QueuePair::open_shared_target(Xrcd& xrcd, std::uint32_t qpn, bool attach,
   return 0;
 }
 
+void QueuePair::attach_held() { dev_.engine().attach_held(*qp_); }
+
 int QueuePair::map_shared_target(std::uint32_t qpn, bool create, transport::QpInit& init) {
   std::uint32_t domain = xrcd_->host_domain();
   const int fd = dev_.port().open_xrc_target(&domain, qpn, create);
@@ -135,7 +137,10 @@ int QueuePair::start(const QpCaps& caps, transport::QpInit init, std::uint32_t q
   if (init.qpn == 0) return EIO;  // a shared device whose daemon is gone
   if (caps.type == QpType::kXrcTgt && xrcd_->host_domain() != 0) {
     if (const int rc = map_shared_target(init.qpn, owns_qpn_, init); rc != 0) {
-      if (owns_qpn_) dev_.free_qpn(init.qpn);
+      if (owns_qpn_) {
+        dev_.port().close_xrc_target(init.qpn);  // made, maybe, and not mapped
+        dev_.free_qpn(init.qpn);
+      }
       return rc;
     }
   }
@@ -185,16 +190,16 @@ int QueuePair::destroy(std::shared_ptr<QueuePair>& qp) {
 QueuePair::~QueuePair() {
   for (const wire::IpAddr& g : mcast_) dev_.detach_mcast(g, qp_->qpn());
   if (qp_) {
-    if (xrcd_) xrcd_->remove_target(qp_->qpn());
+    if (xrcd_) xrcd_->remove_target(qp_->qpn(), this);
+    // A shared target QP this program made ends at the daemon first: no
+    // request for it comes to this program after, to adopt it again.
+    if (xrc_block_ && owns_qpn_) dev_.port().close_xrc_target(qp_->qpn());
     // No event names it from now on, and once it is detached no packet
     // reaches it.
     ctx_.leave(*qp_);
-    dev_.engine().detach(qp_->qpn());
+    dev_.engine().detach(*qp_);
     if (memory_) memory_->release();
     dev_.retire_qp_counters(qp_->counters());
-    // A shared target QP this program made ends at the daemon too (the
-    // other programs' Qps of it receive nothing more).
-    if (xrc_block_ && owns_qpn_) dev_.port().close_xrc_target(qp_->qpn());
     if (owns_qpn_) dev_.free_qpn(qp_->qpn());
     qp_.reset();
   }
@@ -217,6 +222,8 @@ int QueuePair::modify(const QpModify& m, unsigned mask) {
   if (type() == transport::QpType::kXrcIni) mask &= ~(am::kMaxDestRdAtomic | am::kMinRnrTimer);
   if (type() == transport::QpType::kXrcTgt)
     mask &= ~(am::kMaxQpRdAtomic | am::kRetryCnt | am::kRnrRetry);
+  // (A shared XRC target's state may be another program's doing.)
+  if (mask & am::kCurState) dev_.engine().locked([&] { qp_->sync_shared(); });
   if ((mask & am::kCurState) && m.cur_state != qp_->state()) return EINVAL;
   if ((mask & am::kPort) && m.port_num != 1) return EINVAL;
   if ((mask & am::kPkeyIndex) && m.pkey_index != 0) return EINVAL;
@@ -246,6 +253,7 @@ int QueuePair::modify(const QpModify& m, unsigned mask) {
 
 void QueuePair::query(transport::QpAttr* attr, transport::QpState* state) {
   dev_.engine().locked([&] {
+    qp_->sync_shared();  // what another program's modify changed
     *attr = qp_->attr();
     *state = qp_->state();
   });

@@ -81,6 +81,9 @@ class QueuePair {
   /// no such target QP in the domain.
   static int open_shared_target(Xrcd& xrcd, std::uint32_t qpn, bool attach,
                                 std::shared_ptr<QueuePair>* out);
+  /// Attaches a QP made with `attach` false to the engine, which the
+  /// caller holds.
+  void attach_held();
   /// ibv_destroy_qp: EBUSY while the QP is attached to a multicast group
   /// (the kernel's uverbs_free_qp refuses it until the program detached).
   static int destroy(std::unique_ptr<QueuePair>& qp);

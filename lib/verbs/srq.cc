@@ -39,10 +39,16 @@ int Srq::create_xrc(Pd& pd, Xrcd& xrcd, Cq& cq, std::uint32_t max_wr, std::uint3
   s->cq_ = &cq;
   xrcd.users().acquire();
   cq.users().acquire();
-  dev.xrc_domains().add_srq(s->srqn_, *s);
   // In a domain shared with the host's other programs, the daemon hands
-  // this program the requests that name it.
-  if (xrcd.host_domain() != 0) dev.port().add_xrc_srq(xrcd.host_domain(), s->srqn_);
+  // this program the requests that name it (a daemon gone: EIO, as for
+  // a QP).
+  if (xrcd.host_domain() != 0 && !dev.port().add_xrc_srq(xrcd.host_domain(), s->srqn_)) {
+    xrcd.users().release();
+    cq.users().release();
+    s->xrcd_ = nullptr;
+    return EIO;
+  }
+  dev.xrc_domains().add_srq(s->srqn_, *s);
   *out = std::move(s);
   return 0;
 }

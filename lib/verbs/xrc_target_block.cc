@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "verbs/xrc_target_block.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,7 +13,7 @@
 namespace uroce::verbs {
 
 int make_xrc_target_block() {
-  const int fd = memfd_create("uroce-xrc-target", MFD_CLOEXEC);
+  const int fd = memfd_create("uroce-xrc-target", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) return -errno;
   void* m = MAP_FAILED;
   const auto fail = [&] {
@@ -21,7 +22,11 @@ int make_xrc_target_block() {
     close(fd);
     return -err;
   };
-  if (ftruncate(fd, sizeof(XrcTargetShm)) != 0) return fail();
+  // Sealed at its size: no program can shrink it under the others'
+  // mappings (which would then fault).
+  if (ftruncate(fd, sizeof(XrcTargetShm)) != 0 ||
+      fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
+    return fail();
   m = mmap(nullptr, sizeof(XrcTargetShm), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (m == MAP_FAILED) return fail();
   auto* shm = static_cast<XrcTargetShm*>(m);
@@ -60,6 +65,7 @@ void XrcTargetBlock::lock() {
     // changed, so the target QP ends, as after a fatal error.
     transport::SharedResponder& r = shm_->responder;
     r.resp.fatal = true;
+    r.resp.fatal_error = transport::QpError::kCatastrophic;
     r.state = transport::QpState::kErr;
     r.attr.qp_state = transport::QpState::kErr;
     std::atomic_ref(r.generation).fetch_add(1, std::memory_order_release);

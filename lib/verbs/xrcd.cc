@@ -37,9 +37,12 @@ void Xrcd::add_target(std::uint32_t qpn, const std::weak_ptr<QueuePair>& qp) {
   targets_[qpn] = qp;
 }
 
-void Xrcd::remove_target(std::uint32_t qpn) {
+void Xrcd::remove_target(std::uint32_t qpn, const QueuePair* qp) {
   std::lock_guard lock(targets_mu_);
-  targets_.erase(qpn);
+  const auto it = targets_.find(qpn);
+  if (it == targets_.end()) return;
+  const std::shared_ptr<QueuePair> held = it->second.lock();
+  if (held == nullptr || held.get() == qp) targets_.erase(it);
 }
 
 std::shared_ptr<QueuePair> Xrcd::open_target(std::uint32_t qpn) {
@@ -48,12 +51,14 @@ std::shared_ptr<QueuePair> Xrcd::open_target(std::uint32_t qpn) {
     const auto it = targets_.find(qpn);
     if (it != targets_.end()) return it->second.lock();
   }
-  // Another program's, in a shared domain: a Qp of this program's for it.
-  // Made without the lock: the engine's thread takes it to adopt one.
+  // Another program's, in a shared domain: a Qp of this program's for it,
+  // made without the lock (the engine's thread takes it to adopt one),
+  // and attached holding the engine, then the lock, as that thread does:
+  // one the engine adopted meanwhile wins, and ours goes, unattached.
   std::shared_ptr<QueuePair> q;
-  if (QueuePair::open_shared_target(*this, qpn, true, &q) != 0) return nullptr;
-  std::shared_ptr<QueuePair> other;  // one adopted meanwhile wins; ours goes unlocked
-  {
+  if (QueuePair::open_shared_target(*this, qpn, false, &q) != 0) return nullptr;
+  std::shared_ptr<QueuePair> other;
+  device().engine().locked([&] {
     std::lock_guard lock(targets_mu_);
     std::weak_ptr<QueuePair>& slot = targets_[qpn];
     if (auto existing = slot.lock()) {
@@ -61,8 +66,9 @@ std::shared_ptr<QueuePair> Xrcd::open_target(std::uint32_t qpn) {
     } else {
       slot = q;
       adopted_.push_back(q);
+      q->attach_held();
     }
-  }
+  });
   return q;
 }
 
@@ -132,9 +138,14 @@ int XrcDomains::close(Xrcd* xrcd) {
   // for those the program holds (ibv_open_qp), which keep the domain
   // busy. Outside the lock: a QP going takes the engine, whose thread may
   // be adopting one under it.
+  {
+    std::lock_guard lock(mu_);
+    xrcd->closing_ = true;
+  }
   xrcd->take_adopted().clear();
   {
     std::lock_guard lock(mu_);
+    xrcd->closing_ = false;
     if (xrcd->opens_ > 1) {
       --xrcd->opens_;
       return 0;
@@ -147,6 +158,18 @@ int XrcDomains::close(Xrcd* xrcd) {
   delete xrcd;
   ctx.objects().release();
   return 0;
+}
+
+void XrcDomains::drop_adopted() {
+  std::vector<std::shared_ptr<QueuePair>> adopted;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [file, x] : by_file_) {
+      auto some = x->take_adopted();
+      adopted.insert(adopted.end(), some.begin(), some.end());
+    }
+  }
+  adopted.clear();  // outside the lock: a QP going takes the engine
 }
 
 void XrcDomains::add_srq(std::uint32_t srqn, Srq& srq) {
@@ -171,7 +194,7 @@ transport::Qp* XrcDomains::adopt_target(const wire::RocePacket& pkt) {
   // The daemon knows the target QP's domain: the share of it that the
   // program has is the one the daemon opens the target QP in.
   for (auto& [file, x] : by_file_) {
-    if (x->host_domain_ == 0) continue;
+    if (x->host_domain_ == 0 || x->closing_) continue;
     if (transport::Qp* q = x->adopt_target(pkt.bth.dest_qp)) return q;
   }
   return nullptr;

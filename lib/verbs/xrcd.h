@@ -70,7 +70,8 @@ class Xrcd : public transport::XrcDomain {
   /// Target QPs, for ibv_open_qp: the QP `qpn` of this domain (in a
   /// shared domain, another program's too), or null.
   void add_target(std::uint32_t qpn, const std::weak_ptr<QueuePair>& qp);
-  void remove_target(std::uint32_t qpn);
+  /// Forgets `qpn` if it is `qp`'s (another may have taken its place).
+  void remove_target(std::uint32_t qpn, const QueuePair* qp);
   std::shared_ptr<QueuePair> open_target(std::uint32_t qpn);
   /// The engine thread, holding the engine: this program's Qp of the
   /// target QP `qpn` another program made in this shared domain, made for
@@ -86,6 +87,7 @@ class Xrcd : public transport::XrcDomain {
   Context& ctx_;
   std::pair<dev_t, ino_t> file_{0, 0};  ///< the file it was opened on; 0, 0 for none
   std::uint32_t host_domain_ = 0;
+  bool closing_ = false;     ///< its last closing is under way: adopts nothing (XrcDomains' lock)
   std::uint32_t opens_ = 0;  ///< under XrcDomains' lock
   UseCount users_;
   std::mutex targets_mu_;
@@ -103,6 +105,9 @@ class XrcDomains {
 
   /// Xrcd::open and Xrcd::close.
   int open(Context& ctx, int fd, int oflags, Xrcd** out);
+  /// The device is closing with domains still open: the Qps adopted for
+  /// other programs' target QPs go now, while the engine is there.
+  void drop_adopted();
   int close(Xrcd* xrcd);
 
   /// An XRC SRQ enters or leaves the table target QPs look in (holding

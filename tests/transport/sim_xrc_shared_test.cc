@@ -73,14 +73,16 @@ struct SharedTarget {
     b.route_xrc_srq(kSrq2, tgt2);
     net.connect(ini, a, tgt1, b, test::rc_params());
   }
+  // The block and its lock outlive the QPs (the net's), which take the
+  // lock as they go.
+  SharedResponder block;
+  CheckedLock lock;
+  SimMemory mem2;  ///< the second process's memory (the first's is b's)
   SimNet net;
   SimHost& a = net.add_host();
   SimHost& b = net.add_host();
-  SimMemory mem2;  ///< the second process's memory (the first's is b's)
   ProcessDomain dom1{b.memory()};
   ProcessDomain dom2{mem2};
-  SharedResponder block;
-  CheckedLock lock;
   Qp& ini = a.create_qp(QpType::kXrcIni);
   Qp& tgt1 = b.create_shared_target(&dom1, &block, &lock);
   Qp& tgt2 = b.create_shared_target(&dom2, &block, &lock, tgt1.qpn());
@@ -196,6 +198,79 @@ TEST(SimXrcShared, OneSequenceAcrossBothProcessesUnderLoss) {
   }
 }
 
+TEST(SimXrcShared, ARequestAheadWaitsForTheOtherProcessInsteadOfANak) {
+  // Frames reordered on the wire (not lost): a Qp that receives one ahead
+  // of the expected PSN keeps it until the PSNs before it ran, in either
+  // process, and nobody NAKs.
+  for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    SharedTarget t(seed);
+    test::FaultModel f;
+    f.reorder = 0.2;
+    t.net.set_faults(t.a, t.b, f);
+    constexpr int kMessages = 40;
+    constexpr std::uint32_t kLen = 200;  // one packet each
+    std::vector<std::uint8_t> src(kMessages * kLen);
+    for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::uint8_t>(i * 7 + 3);
+    std::vector<std::uint8_t> dst1(src.size(), 0), dst2(src.size(), 0);
+    const auto lk = t.a.memory().reg(src.data(), src.size(), 0);
+    const auto k1 = t.b.memory().reg(dst1.data(), dst1.size(), access::kLocalWrite);
+    const auto k2 = t.mem2.reg(dst2.data(), dst2.size(), access::kLocalWrite);
+    for (int m = 0; m < kMessages; ++m) {
+      if (m % 2)
+        t.post_recv(t.dom2, kSrq2, static_cast<std::uint64_t>(m), dst2.data() + m * kLen, kLen, k2);
+      else
+        t.post_recv(t.dom1, kSrq1, static_cast<std::uint64_t>(m), dst1.data() + m * kLen, kLen, k1);
+    }
+    for (int m = 0; m < kMessages; ++m)
+      ASSERT_EQ(t.ini.post_send(xrc_wr(WrOpcode::kSend, static_cast<std::uint64_t>(m),
+                                       (m % 2) ? kSrq2 : kSrq1, src.data() + m * kLen, kLen, lk)),
+                0);
+    ASSERT_TRUE(t.wait_cq(t.a.send_cq(), kMessages)) << "seed " << seed;
+    for (const Wc& wc : t.poll(t.a.send_cq()))
+      ASSERT_EQ(wc.status, WcStatus::kSuccess) << "seed " << seed;
+    for (int m = 0; m < kMessages; ++m) {
+      const auto& dst = (m % 2) ? dst2 : dst1;
+      EXPECT_EQ(0, std::memcmp(dst.data() + m * kLen, src.data() + m * kLen, kLen))
+          << "seed " << seed << " message " << m;
+    }
+    const auto waits = t.tgt1.counters().get(Counter::kXrcSharedWaits) +
+                       t.tgt2.counters().get(Counter::kXrcSharedWaits);
+    EXPECT_GT(waits, 0u) << "seed " << seed;
+    EXPECT_EQ(t.tgt1.counters().get(Counter::kPacketSeqErr), 0u) << "seed " << seed;
+    EXPECT_EQ(t.tgt2.counters().get(Counter::kPacketSeqErr), 0u) << "seed " << seed;
+    EXPECT_EQ(t.ini.counters().get(Counter::kCompleterRetryErr), 0u) << "seed " << seed;
+  }
+}
+
+TEST(SimXrcShared, ARequestWhoseForerunnerIsLostIsNakedAfterTheWait) {
+  SharedTarget t;
+  std::vector<std::uint8_t> src(2 * 64, 5), dst(64, 0);
+  const auto lk = t.a.memory().reg(src.data(), src.size(), 0);
+  const auto dk = t.mem2.reg(dst.data(), dst.size(), access::kLocalWrite);
+  std::vector<std::uint8_t> dst1(64, 0);
+  const auto k1 = t.b.memory().reg(dst1.data(), dst1.size(), access::kLocalWrite);
+  t.post_recv(t.dom1, kSrq1, 1, dst1.data(), 64, k1);
+  t.post_recv(t.dom2, kSrq2, 2, dst.data(), 64, dk);
+  // The first request (to the first process) is lost: the second waits
+  // kSharedWaitNs for it, then NAKs, and the initiator goes back to it
+  // well before its own timeout.
+  test::FaultModel f;
+  f.drop = 1;  // everything is lost...
+  t.net.set_faults(t.a, t.b, f);
+  ASSERT_EQ(t.ini.post_send(xrc_wr(WrOpcode::kSend, 1, kSrq1, src.data(), 64, lk)), 0);
+  ASSERT_TRUE(t.net.run_until([&] { return t.net.stats().dropped == 1; }, t.net.now() + 1'000'000));
+  t.net.set_faults(t.a, t.b, test::FaultModel{});  // ...until the first is gone
+  ASSERT_EQ(t.ini.post_send(xrc_wr(WrOpcode::kSend, 2, kSrq2, src.data() + 64, 64, lk)), 0);
+  ASSERT_TRUE(t.wait_cq(t.a.send_cq(), 2));
+  for (const Wc& wc : t.poll(t.a.send_cq())) EXPECT_EQ(wc.status, WcStatus::kSuccess);
+  EXPECT_EQ(t.tgt2.counters().get(Counter::kXrcSharedWaits), 1u);
+  EXPECT_EQ(t.tgt2.counters().get(Counter::kPacketSeqErr), 1u);
+  EXPECT_EQ(t.ini.counters().get(Counter::kLocalAckTimeoutErr), 0u)
+      << "the NAK, not the timeout, brought the lost request back";
+  EXPECT_EQ(t.poll(t.dom1.srqs.at(kSrq1).cq).size(), 1u);
+  EXPECT_EQ(t.poll(t.dom2.srqs.at(kSrq2).cq).size(), 1u);
+}
+
 TEST(SimXrcShared, ReadsAndAtomicsAnswerFromTheProcessThatHasTheMemory) {
   for (std::uint64_t seed = 1; seed <= 5; ++seed) {
     SharedTarget t(seed);
@@ -274,6 +349,21 @@ TEST(SimXrcShared, AnErrorInOneProcessEndsTheQpInBoth) {
   EXPECT_EQ(t.block.state, QpState::kErr);
   t.net.run_for(1'000'000);
   EXPECT_EQ(t.tgt1.state(), QpState::kErr);
+
+  // The first process takes the QP back through RESET to RTS, to a new
+  // initiator, in one go: the second finds it reset and serves again,
+  // whatever states it did not see.
+  QpAttr reset;
+  reset.qp_state = QpState::kReset;
+  ASSERT_EQ(t.tgt1.modify(reset, attr_mask::kState, t.net.now()), 0);
+  Qp& ini2 = t.a.create_qp(QpType::kXrcIni);
+  t.net.connect(ini2, t.a, t.tgt1, t.b, test::rc_params());
+  t.post_recv(t.dom2, kSrq2, 3, dst.data(), 64, dk);
+  ASSERT_EQ(ini2.post_send(xrc_wr(WrOpcode::kSend, 3, kSrq2, src.data(), 64, lk)), 0);
+  ASSERT_TRUE(t.wait_cq(t.a.send_cq(), 1));
+  EXPECT_EQ(t.poll(t.a.send_cq())[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(t.tgt2.state(), QpState::kRts);
+  EXPECT_EQ(t.tgt2.attr().dest_qp_num, ini2.qpn());
 }
 
 }  // namespace
