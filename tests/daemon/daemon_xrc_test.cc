@@ -158,6 +158,10 @@ TEST_F(DaemonXrc, OneTargetQpDeliversToTheSrqsOfBothPrograms) {
             << "message " << i;
       }
     }
+    // The WRITE came after b's last message: its bytes are seen once b's
+    // engine, which wrote them, has been taken since (as a program sees a
+    // WRITE after the completion of a later SEND).
+    b_->dev->engine().locked([] {});
     EXPECT_EQ(0, std::memcmp(b_->buf.data() + 50000, r.buf.data(), 4000)) << "the WRITE";
     EXPECT_EQ(0, std::memcmp(r.buf.data() + 60000, a_->buf.data() + 100000, 4000)) << "the READ";
     // b received through a Qp of its own for a's target QP, and opens it
