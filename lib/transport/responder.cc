@@ -267,13 +267,16 @@ bool Qp::execute_write(const wire::RocePacket& pkt) {
     }
     resp_.write_length = reth.dma_length;
     resp_.write_offset = 0;
+  } else if (resp_.write_token != token_) {
+    // Another Qp of a shared target began it: not this one's to write.
+    responder_error(pkt.bth.psn, NakCode::kInvalidRequest, WcStatus::kRemInvReqErr);
+    return false;
   }
   // WRITE with immediate consumes a receive WQE, checked before its last
   // packet writes anything so an RNR retry finds memory as it was.
   if (info.has_immediate() && !take_recv(pkt.bth.psn)) return false;
   const std::size_t n = pkt.payload.size();
-  // (Another Qp of a shared target began it: not this one's to write.)
-  if (resp_.write_offset + n > resp_.write_length || resp_.write_token != token_) {
+  if (resp_.write_offset + n > resp_.write_length) {
     responder_error(pkt.bth.psn, NakCode::kInvalidRequest, WcStatus::kRemInvReqErr);
     return false;
   }
