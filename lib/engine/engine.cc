@@ -44,8 +44,10 @@ void Engine::attach_held(transport::Qp& qp) {
   transport::Qp*& slot = qps_[qp.qpn()];
   // A QP attached under the QPN already (another program's XRC target QP
   // this one received for) leaves the turn order with it: one QP a QPN.
-  if (slot != nullptr && slot != &qp)
+  if (slot != nullptr && slot != &qp) {
     order_.erase(std::remove(order_.begin(), order_.end(), slot), order_.end());
+    std::erase(ready_, qp.qpn());  // the new one is queued below, once
+  }
   slot = &qp;
   order_.push_back(&qp);
   qp.set_doorbell(this);

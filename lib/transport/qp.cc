@@ -121,19 +121,21 @@ Qp::~Qp() {
   if (shared_ == nullptr) return;
   // What this Qp still had to send goes with it: the resources its READ
   // and atomic answers held are free again, and a fatal NAK it could not
-  // send still ends the QP, for every process.
-  SharedGuard guard(*this);
+  // send still ends the QP, for every process. Nothing else is adopted:
+  // this may not be the engine's thread, which alone may flush.
+  shared_lock_->lock();
+  const std::uint32_t resources = std::min<std::uint32_t>(shared_->res_count, kMaxRdAtomic);
   for (std::uint32_t k = 0; k < jobs_count_; ++k) {
     const RespJob& job = jobs_[(jobs_head_ + k) % jobs_.size()];
-    if (job.holds_resource() && job.res < res_.size() && res_[job.res].busy > 0)
-      --res_[job.res].busy;
+    if (job.holds_resource() && job.res < resources && shared_->res[job.res].busy > 0)
+      --shared_->res[job.res].busy;
   }
-  jobs_count_ = 0;
-  if (fatal_nak_ && state() != QpState::kErr) {
-    state_.store(QpState::kErr, std::memory_order_release);
-    attr_.qp_state = QpState::kErr;
-    shared_publish();
+  if (fatal_nak_ && shared_->state != QpState::kErr) {
+    shared_->state = QpState::kErr;
+    shared_->attr.qp_state = QpState::kErr;
+    std::atomic_ref(shared_->generation).fetch_add(1, std::memory_order_release);
   }
+  shared_lock_->unlock();
 }
 
 std::uint32_t Qp::packets_of(const SendWqe& wqe) const {
@@ -285,6 +287,8 @@ void Qp::reset_state() {
   req_.wqe = sq_tail();
   comp_ = {};
   resp_ = {};
+  write_data_ = nullptr;
+  write_length_ = write_offset_ = 0;
   reset_resources(0);
   if (shared_ != nullptr) shared_epoch_ = ++shared_->epoch;
   jobs_.clear();
@@ -446,6 +450,8 @@ void Qp::reset_resources(std::uint32_t n) {
 void Qp::shared_enter() {
   shared_lock_->lock();
   resp_ = shared_->resp;
+  // What another program wrote is checked as if it came off the wire.
+  resp_.recv.num_sge = std::min(resp_.recv.num_sge, kMaxSge);
   const std::uint64_t generation =
       std::atomic_ref(shared_->generation).load(std::memory_order_relaxed);
   if (generation == shared_seen_) return;
@@ -491,7 +497,7 @@ void Qp::shared_exit() {
 void Qp::shared_publish() {
   shared_->attr = attr_;
   shared_->state = state();
-  shared_seen_ = shared_seen_ + 1;
+  shared_seen_ = std::atomic_ref(shared_->generation).load(std::memory_order_relaxed) + 1;
   std::atomic_ref(shared_->generation).store(shared_seen_, std::memory_order_release);
 }
 

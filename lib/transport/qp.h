@@ -571,6 +571,8 @@ class Qp {
   /// process's memory.
   const std::uint64_t token_;
   std::uint8_t* write_data_ = nullptr;
+  std::uint32_t write_length_ = 0;
+  std::uint32_t write_offset_ = 0;
   /// Requests kept for another process's to run first
   /// (wait_for_other_process): since when, and the next look.
   Nanos shared_wait_since_ = 0;

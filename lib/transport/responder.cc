@@ -265,8 +265,8 @@ bool Qp::execute_write(const wire::RocePacket& pkt) {
       }
       write_data_ = ref.ptr;
     }
-    resp_.write_length = reth.dma_length;
-    resp_.write_offset = 0;
+    write_length_ = reth.dma_length;
+    write_offset_ = 0;
   } else if (resp_.write_token != token_) {
     // Another Qp of a shared target began it: not this one's to write.
     responder_error(pkt.bth.psn, NakCode::kInvalidRequest, WcStatus::kRemInvReqErr);
@@ -276,15 +276,15 @@ bool Qp::execute_write(const wire::RocePacket& pkt) {
   // packet writes anything so an RNR retry finds memory as it was.
   if (info.has_immediate() && !take_recv(pkt.bth.psn)) return false;
   const std::size_t n = pkt.payload.size();
-  if (resp_.write_offset + n > resp_.write_length) {
+  if (write_offset_ + n > write_length_) {
     responder_error(pkt.bth.psn, NakCode::kInvalidRequest, WcStatus::kRemInvReqErr);
     return false;
   }
-  if (n > 0) std::memcpy(write_data_ + resp_.write_offset, pkt.payload.data(), n);
-  resp_.write_offset += static_cast<std::uint32_t>(n);
+  if (n > 0) std::memcpy(write_data_ + write_offset_, pkt.payload.data(), n);
+  write_offset_ += static_cast<std::uint32_t>(n);
   resp_.in_write = !info.ends_message();
   if (info.ends_message() && info.has_immediate()) {
-    complete_recv(resp_.recv, WcStatus::kSuccess, WcOpcode::kRecvRdmaWithImm, resp_.write_length,
+    complete_recv(resp_.recv, WcStatus::kSuccess, WcOpcode::kRecvRdmaWithImm, write_length_,
                   wc_flags::kWithImm, pkt.ext.imm_data, 0, pkt.bth.se);
     resp_.recv_taken = false;
     counters_.inc(Counter::kRdmaRecvs);
@@ -585,7 +585,8 @@ void Qp::responder_receive(const wire::RocePacket& pkt, Nanos now) {
 }
 
 bool Qp::wait_for_other_process(const wire::RocePacket& pkt, Nanos now) {
-  if (shared_wait_since_ == 0) {
+  // Nothing kept (what was ran meanwhile): a new wait.
+  if (shared_wait_since_ == 0 || sr_kept_count_ == 0) {
     shared_wait_since_ = now;
   } else if (now - shared_wait_since_ >= kSharedWaitNs) {
     sr_clear_kept();

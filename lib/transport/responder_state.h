@@ -20,10 +20,10 @@
 //
 // Everything here is trivially copyable and holds no pointer: another
 // program could write anything here, and nothing here may make this one
-// touch memory its own tables do not allow. A WRITE's destination stays in
-// the Qp that executed its first packet; the block says which one (its
-// token), and a later packet of the message any other Qp receives is an
-// invalid request.
+// touch memory its own tables do not allow. A WRITE's destination, length
+// and progress stay in the Qp that executed its first packet; the block
+// says which one (its token), and a later packet of the message any other
+// Qp receives is an invalid request.
 
 #include <cstdint>
 #include <optional>
@@ -67,9 +67,7 @@ struct ResponderState {
   bool recv_taken = false;
   RecvWr recv;
   std::uint32_t recv_offset = 0;
-  std::uint64_t write_token = 0;  ///< the Qp whose write_data_ the WRITE in progress uses
-  std::uint32_t write_length = 0;
-  std::uint32_t write_offset = 0;
+  std::uint64_t write_token = 0;  ///< the Qp that began the WRITE in progress
   std::uint32_t since_ack = 0;
   std::uint32_t xrc_srqn = 0;  ///< XRC target: the SRQ of the message in progress
   std::uint32_t res_next = 0;  ///< the resource alloc_resource tries first
