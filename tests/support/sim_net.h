@@ -75,6 +75,20 @@ inline transport::QpAttr rc_params() {
   return p;
 }
 
+/// A signalled XRC work request of one SGE over [buf, buf + len), for the
+/// SRQ `srqn` of the target's domain.
+inline transport::SendWr xrc_wr(transport::WrOpcode op, std::uint64_t id, std::uint32_t srqn,
+                                const void* buf, std::uint32_t len, std::uint32_t lkey) {
+  transport::SendWr wr;
+  wr.wr_id = id;
+  wr.opcode = op;
+  wr.send_flags = transport::send_flags::kSignaled;
+  wr.num_sge = 1;
+  wr.sg_list[0] = {reinterpret_cast<std::uint64_t>(buf), len, lkey};
+  wr.xrc_remote_srqn = srqn;
+  return wr;
+}
+
 /// One host: its address, memory, CQs and QPs.
 class SimHost : public transport::TxSink {
  public:

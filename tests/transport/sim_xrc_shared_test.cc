@@ -21,6 +21,7 @@ namespace {
 using test::SimHost;
 using test::SimMemory;
 using test::SimNet;
+using test::xrc_wr;
 
 // One process's view of the shared domain: its own SRQs over its own
 // memory. An SRQ number of the other process's is not its to find; the
@@ -104,18 +105,6 @@ struct SharedTarget {
     ASSERT_EQ(dom.srqs.at(srqn).rq.post(r), 0);
   }
 };
-
-SendWr xrc_wr(WrOpcode op, std::uint64_t id, std::uint32_t srqn, const void* buf, std::uint32_t len,
-              std::uint32_t lkey) {
-  SendWr wr;
-  wr.wr_id = id;
-  wr.opcode = op;
-  wr.send_flags = send_flags::kSignaled;
-  wr.num_sge = 1;
-  wr.sg_list[0] = {reinterpret_cast<std::uint64_t>(buf), len, lkey};
-  wr.xrc_remote_srqn = srqn;
-  return wr;
-}
 
 TEST(SimXrcShared, TheSecondProcessAdoptsTheStateTheFirstSet) {
   SharedTarget t;

@@ -17,6 +17,7 @@ namespace {
 
 using test::SimHost;
 using test::SimNet;
+using test::xrc_wr;
 
 using test::rc_params;
 
@@ -75,18 +76,6 @@ struct XrcPair {
   }
 };
 
-SendWr xrc_wr(WrOpcode op, std::uint64_t id, std::uint32_t srqn, const void* buf,
-              std::uint32_t len, std::uint32_t lkey) {
-  SendWr wr;
-  wr.wr_id = id;
-  wr.opcode = op;
-  wr.send_flags = send_flags::kSignaled;
-  wr.num_sge = 1;
-  wr.sg_list[0] = {reinterpret_cast<std::uint64_t>(buf), len, lkey};
-  wr.xrc_remote_srqn = srqn;
-  return wr;
-}
-
 TEST(SimXrc, EachSendLandsInTheSrqItsXrcethNames) {
   XrcPair p;
   std::vector<std::uint8_t> src(3000), to_a(4096, 0), to_b(4096, 0);
@@ -132,8 +121,8 @@ TEST(SimXrc, WriteReadAndAtomicReachTheSrqsMemory) {
   const auto lk = p.a.memory().reg(src.data(), src.size(), 0);
   const auto bk = p.a.memory().reg(back.data(), back.size(), access::kLocalWrite);
   const auto ok = p.a.memory().reg(&orig, 8, access::kLocalWrite);
-  const auto rk = p.b.memory().reg(target.data(), target.size(),
-                                   access::kRemoteWrite | access::kRemoteRead);
+  const auto rk =
+      p.b.memory().reg(target.data(), target.size(), access::kRemoteWrite | access::kRemoteRead);
   const auto ck = p.b.memory().reg(&counter, 8, access::kRemoteAtomic);
   SendWr w = xrc_wr(WrOpcode::kRdmaWrite, 1, kSrqA, src.data(), 2500, lk);
   w.remote_addr = reinterpret_cast<std::uint64_t>(target.data());
