@@ -22,7 +22,7 @@ void Cq::arm(bool solicited_only) {
   armed_.store(solicited_only ? 2 : 1, std::memory_order_seq_cst);
 }
 
-bool Cq::push(const Wc& wc, bool solicited) {
+bool Cq::push_one(const Wc& wc, bool solicited) {
   const std::uint64_t tail = tail_.load(std::memory_order_relaxed);
   if (tail - head_.load(std::memory_order_acquire) >= depth_) {
     if (!overflowed_.exchange(true, std::memory_order_relaxed) && events_)

@@ -2,13 +2,16 @@
 #pragma once
 
 // A completion queue: a ring of work completions, written by the engine
-// thread and read by the program (single producer, single consumer).
+// thread and read by the program (single producer, single consumer); on
+// a device on several lcores, written by each under a lock.
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <vector>
 
 #include "transport/events.h"
+#include "transport/spin_lock.h"
 #include "transport/types.h"
 
 namespace uroce::transport {
@@ -30,7 +33,14 @@ class Cq {
   /// Adds a completion; false when the CQ is full (the CQ overflowed: the
   /// QP that completes into it goes to the error state, IBA 11.4.2.1).
   /// `solicited`: the completion of a message that asked for an event.
-  bool push(const Wc& wc, bool solicited = false);
+  bool push(const Wc& wc, bool solicited = false) {
+    if (!many_producers_) return push_one(wc, solicited);
+    std::lock_guard lock(push_lock_);
+    return push_one(wc, solicited);
+  }
+  /// QPs of several lcores' engines complete into this CQ (set once,
+  /// before use): pushes take a lock.
+  void set_many_producers() { many_producers_ = true; }
 
   /// Where armed notifications go (set once, before use).
   void set_notifier(CqNotifier* n) { notifier_ = n; }
@@ -62,6 +72,7 @@ class Cq {
  private:
   // Room for depth_ completions in a power of two of slots: a slot is an
   // index's low bits, where a division took a fifth of push's time.
+  bool push_one(const Wc& wc, bool solicited);
   std::uint32_t depth_;
   std::vector<Wc> ring_;
   std::uint64_t mask_;
@@ -73,6 +84,8 @@ class Cq {
   std::atomic<std::uint8_t> armed_{0};
   CqNotifier* notifier_ = nullptr;
   EventSink* events_ = nullptr;
+  bool many_producers_ = false;
+  SpinLock push_lock_;
 };
 
 }  // namespace uroce::transport

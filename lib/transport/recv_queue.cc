@@ -27,7 +27,7 @@ int RecvQueue::post(const RecvWr& wr) {
   return 0;
 }
 
-bool RecvQueue::take(RecvWr& out) {
+bool RecvQueue::take_one(RecvWr& out) {
   const std::uint64_t head = head_.load(std::memory_order_relaxed);
   if (head == tail_.load(std::memory_order_acquire)) return false;
   const std::size_t slot = head & mask_;

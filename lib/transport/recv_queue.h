@@ -6,9 +6,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <vector>
 
 #include "transport/events.h"
+#include "transport/spin_lock.h"
 #include "transport/types.h"
 
 namespace uroce::transport {
@@ -22,7 +24,14 @@ class RecvQueue {
   int post(const RecvWr& wr);
 
   /// Takes the oldest receive WR (engine side); false when empty.
-  bool take(RecvWr& out);
+  bool take(RecvWr& out) {
+    if (!many_consumers_) return take_one(out);
+    std::lock_guard lock(take_lock_);
+    return take_one(out);
+  }
+  /// QPs of several lcores' engines take from this queue (an SRQ of a
+  /// device on several lcores; set once, before use): takes lock.
+  void set_many_consumers() { many_consumers_ = true; }
 
   /// Whether a WR is waiting (engine side).
   bool empty() const {
@@ -60,6 +69,9 @@ class RecvQueue {
   alignas(64) std::atomic<std::uint64_t> tail_{0};
   std::atomic<std::uint32_t> limit_{0};
   EventSink* events_ = nullptr;
+  bool take_one(RecvWr& out);
+  bool many_consumers_ = false;
+  SpinLock take_lock_;
 };
 
 }  // namespace uroce::transport
