@@ -214,7 +214,9 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
     }
     // Beyond its rings, the pool has a buffer for every frame its users
     // may hold (port/params.h) and what the threads' caches may hold.
-    const unsigned n = opts.rx_desc + opts.tx_desc + port::kPoolSpare + kMbufsInCaches;
+    // Each queue's rings and users (an lcore each) as much.
+    const unsigned n =
+        opts.queues * (opts.rx_desc + opts.tx_desc + port::kPoolSpare) + kMbufsInCaches;
     p->pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), n, kMbufCache, 0,
                                        static_cast<std::uint16_t>(room + RTE_PKTMBUF_HEADROOM),
                                        static_cast<int>(rte_eth_dev_socket_id(id)));
@@ -238,14 +240,33 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
     conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_IPV4_CKSUM;
     p->ipv4_checksum_offload_ = true;
   }
-  if (int rc = rte_eth_dev_configure(id, 1, 1, &conf); rc != 0) {
+  const std::uint16_t nq = std::max<std::uint16_t>(opts.queues, 1);
+  if (nq > info.max_rx_queues || nq > info.max_tx_queues) {
+    *error = "lcores = " + std::to_string(nq) + ": " + device + " has " +
+             std::to_string(std::min(info.max_rx_queues, info.max_tx_queues)) +
+             " queue(s) (net_af_packet: qpairs=; net_af_xdp: queue_count=)";
+    return nullptr;
+  }
+  if (nq > 1 && (info.flow_type_rss_offloads & (RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP)) != 0) {
+    // The NIC spreads flows over the queues by their addresses and UDP
+    // ports: a RoCE flow's source port is its QP's, so each QP's packets
+    // keep to one queue. Without RSS (memif, af_packet) the peer or the
+    // kernel spreads them.
+    conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+    conf.rx_adv_conf.rss_conf.rss_hf =
+        info.flow_type_rss_offloads & (RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP);
+  }
+  if (int rc = rte_eth_dev_configure(id, nq, nq, &conf); rc != 0) {
     *error = errstr("rte_eth_dev_configure", rc);
     return nullptr;
   }
+  p->queues_ = nq;
   rte_eth_dev_adjust_nb_rx_tx_desc(id, &rxd, &txd);
   const int socket = rte_eth_dev_socket_id(id);
   if (p->xdp_claim_) p->xdp_claim_->setting_up();
-  const int rx_rc = rte_eth_rx_queue_setup(id, 0, rxd, socket, nullptr, p->pool_);
+  int rx_rc = 0;
+  for (std::uint16_t q = 0; q < nq && rx_rc == 0; ++q)
+    rx_rc = rte_eth_rx_queue_setup(id, q, rxd, socket, nullptr, p->pool_);
   // What the setup attached and opened, even when it failed halfway: the
   // claim gives it back with the port.
   if (p->xdp_claim_) p->xdp_claim_->attached();
@@ -254,9 +275,11 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
     return nullptr;
   }
   p->rx_queue_ready_ = true;
-  if (int rc = rte_eth_tx_queue_setup(id, 0, txd, socket, nullptr); rc != 0) {
-    *error = errstr("rte_eth_tx_queue_setup", rc);
-    return nullptr;
+  for (std::uint16_t q = 0; q < nq; ++q) {
+    if (int rc = rte_eth_tx_queue_setup(id, q, txd, socket, nullptr); rc != 0) {
+      *error = errstr("rte_eth_tx_queue_setup", rc);
+      return nullptr;
+    }
   }
   if (port_takes_mtu) rte_eth_dev_set_mtu(id, static_cast<std::uint16_t>(opts.mtu));
   if (int rc = start_port(*p, id, device); rc != 0) {
@@ -267,7 +290,9 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
     // What the sockets took before their filter was on is the kernel's
     // traffic (a RoCE frame among it is resent by its sender).
     rte_mbuf* m[32];
-    for (std::uint16_t n; (n = rte_eth_rx_burst(id, 0, m, 32)) != 0;) rte_pktmbuf_free_bulk(m, n);
+    for (std::uint16_t q = 0; q < nq; ++q) {
+      for (std::uint16_t n; (n = rte_eth_rx_burst(id, q, m, 32)) != 0;) rte_pktmbuf_free_bulk(m, n);
+    }
   }
   // Multicast groups come and go with the QPs' attachments; the NIC lets
   // every group's frames in and the engine keeps those of groups its QPs
@@ -332,15 +357,54 @@ void DpdkPort::attach_program_thread() {
   lcore.emplace(ThreadRegistration::Owner::kProgram);
 }
 
-std::uint16_t DpdkPort::rx_burst(port::RxFrame* out, std::uint16_t max) {
+namespace {
+
+// Queue q of a DpdkPort, as lcore q of a device sees it: the queue's own
+// bursts, the rest the port's.
+class DpdkQueue final : public port::Port {
+ public:
+  DpdkQueue(DpdkPort& port, std::uint16_t q) : port_(port), q_(q) {}
+  void attach_thread() override { port_.attach_thread(); }
+  std::uint16_t rx_burst(port::RxFrame* out, std::uint16_t max) override {
+    return port_.rx_on(q_, idle_reaps_, out, max);
+  }
+  void rx_release(port::RxFrame* frames, std::uint16_t n) override { port_.rx_release(frames, n); }
+  bool offloads_ipv4_checksum() const override { return port_.offloads_ipv4_checksum(); }
+  bool tx_alloc(std::uint32_t size, port::TxFrame& out) override {
+    return port_.tx_alloc(size, out);
+  }
+  std::uint16_t tx_burst(port::TxFrame* frames, std::uint16_t n) override {
+    return port_.tx_on(q_, idle_reaps_, frames, n);
+  }
+  void tx_free(port::TxFrame& frame) override { port_.tx_free(frame); }
+  wire::MacAddr mac() const override { return port_.mac(); }
+  std::uint32_t mtu() const override { return port_.mtu(); }
+  bool link_up() const override { return port_.link_up(); }
+  std::uint32_t speed_mbps() const override { return port_.speed_mbps(); }
+
+ private:
+  DpdkPort& port_;
+  const std::uint16_t q_;
+  std::uint16_t idle_reaps_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<port::Port> DpdkPort::open_queue(std::uint16_t q) {
+  if (q == 0 || q >= queues_) return nullptr;
+  return std::make_unique<DpdkQueue>(*this, q);
+}
+
+std::uint16_t DpdkPort::rx_on(std::uint16_t q, std::uint16_t& idle_reaps, port::RxFrame* out,
+                              std::uint16_t max) {
   attach_program_thread();
   rte_mbuf* m[port::kRxBurst];
-  const std::uint16_t n = rte_eth_rx_burst(port_id_, 0, m, std::min(max, port::kRxBurst));
-  if (n == 0 && af_xdp_ && idle_reaps_ != 0) {
+  const std::uint16_t n = rte_eth_rx_burst(port_id_, q, m, std::min(max, port::kRxBurst));
+  if (n == 0 && af_xdp_ && idle_reaps != 0) {
     // net_af_xdp takes back sent mbufs from the completion ring only in
     // tx_burst: when the sending stops, empty bursts reap them (a NIC may
     // complete a while after the send), or they stay in the ring.
-    if (--idle_reaps_ % 8 == 0) rte_eth_tx_burst(port_id_, 0, nullptr, 0);
+    if (--idle_reaps % 8 == 0) rte_eth_tx_burst(port_id_, q, nullptr, 0);
   }
   std::uint16_t k = 0;
   for (std::uint16_t i = 0; i < n; ++i) {
@@ -381,7 +445,8 @@ bool DpdkPort::tx_alloc(std::uint32_t size, port::TxFrame& out) {
   return true;
 }
 
-std::uint16_t DpdkPort::tx_burst(port::TxFrame* frames, std::uint16_t n) {
+std::uint16_t DpdkPort::tx_on(std::uint16_t q, std::uint16_t& idle_reaps, port::TxFrame* frames,
+                              std::uint16_t n) {
   attach_program_thread();
   rte_mbuf* m[port::kMaxTxBurst];
   n = std::min(n, port::kMaxTxBurst);
@@ -395,8 +460,8 @@ std::uint16_t DpdkPort::tx_burst(port::TxFrame* frames, std::uint16_t n) {
       m[i]->l3_len = 20;
     }
   }
-  const std::uint16_t sent = rte_eth_tx_burst(port_id_, 0, m, n);
-  if (sent != 0) idle_reaps_ = kIdleReaps;
+  const std::uint16_t sent = rte_eth_tx_burst(port_id_, q, m, n);
+  if (sent != 0) idle_reaps = kIdleReaps;
   return sent;
 }
 

@@ -27,6 +27,10 @@ struct PortOptions {
   /// Netdev mode: the kernel interface the port shares with the kernel
   /// (port/netdev_share.h). Empty: the link is uroce's alone.
   std::string netdev;
+  /// Receive and transmit queues: one per lcore of a device on several
+  /// (open_queue), received frames spread over them by the NIC's RSS
+  /// where it has it.
+  std::uint16_t queues = 1;
 };
 
 class DpdkPort : public port::Port {
@@ -40,10 +44,16 @@ class DpdkPort : public port::Port {
   /// Registers the polling thread with EAL (dpdk::ThreadRegistration).
   void attach_thread() override;
 
-  std::uint16_t rx_burst(port::RxFrame* out, std::uint16_t max) override;
+  std::uint16_t rx_burst(port::RxFrame* out, std::uint16_t max) override {
+    return rx_on(0, idle_reaps_, out, max);
+  }
   void rx_release(port::RxFrame* frames, std::uint16_t n) override;
   bool tx_alloc(std::uint32_t size, port::TxFrame& out) override;
-  std::uint16_t tx_burst(port::TxFrame* frames, std::uint16_t n) override;
+  std::uint16_t tx_burst(port::TxFrame* frames, std::uint16_t n) override {
+    return tx_on(0, idle_reaps_, frames, n);
+  }
+  /// Queue q of the port (1 to PortOptions::queues - 1).
+  std::unique_ptr<port::Port> open_queue(std::uint16_t q) override;
   void tx_free(port::TxFrame& frame) override;
   wire::MacAddr mac() const override { return mac_; }
   std::uint32_t mtu() const override { return mtu_.load(std::memory_order_relaxed); }
@@ -60,6 +70,13 @@ class DpdkPort : public port::Port {
 
   std::uint16_t port_id() const { return port_id_; }
 
+  /// A burst on queue `q`, whose empty polls after a send count down
+  /// `idle_reaps` (each queue its own).
+  std::uint16_t rx_on(std::uint16_t q, std::uint16_t& idle_reaps, port::RxFrame* out,
+                      std::uint16_t max);
+  std::uint16_t tx_on(std::uint16_t q, std::uint16_t& idle_reaps, port::TxFrame* frames,
+                      std::uint16_t n);
+
  private:
   DpdkPort() = default;
   /// Registers a program's thread that uses the port, if it may have a
@@ -73,6 +90,7 @@ class DpdkPort : public port::Port {
   /// sent comes back only through tx_burst.
   bool af_xdp_ = false;
   bool rx_queue_ready_ = false;
+  std::uint16_t queues_ = 1;
   /// Empty polls after a send that still reap completions (every 8th).
   static constexpr std::uint16_t kIdleReaps = 1024;
   std::uint16_t idle_reaps_ = 0;

@@ -17,6 +17,16 @@ namespace {
 // Every port string is DPDK's, a vdev or a PCI address, but those of the
 // device daemon's devices ("uroced:<device>", lib/daemon's driver) and
 // uroce's own packet ports ("packet:<iface>", drivers/packet).
+// net_af_packet has a socket per queue pair (qpairs=), in one fanout
+// group that spreads received frames over them by flow hash: a device on
+// several lcores gets one per lcore unless the string says otherwise.
+std::string with_queues(const std::string& port, std::uint16_t lcores) {
+  if (lcores <= 1 || !port.starts_with("net_af_packet") ||
+      port.find("qpairs=") != std::string::npos)
+    return port;
+  return port + ",qpairs=" + std::to_string(lcores);
+}
+
 bool claims(const DeviceConfig& dc) {
   return !dc.port.starts_with("uroced:") && !dc.port.starts_with("packet:");
 }
@@ -25,11 +35,11 @@ std::unique_ptr<port::Port> open(const DeviceConfig& dc, const Config& c, std::s
   // EAL starts once per process and probes its devices then: hand it
   // every configured device's port, not only this one's.
   EalOptions eal;
-  eal.devices = {dc.port};
+  eal.devices = {with_queues(dc.port, dc.lcores)};
   eal.hugepages = dc.hugepages;
   for (const DeviceConfig& other : c.devices) {
     if (other.port == dc.port) continue;
-    eal.devices.push_back(other.port);
+    eal.devices.push_back(with_queues(other.port, other.lcores));
     eal.hugepages = eal.hugepages || other.hugepages;
   }
   eal.memory_mb = c.eal_memory_mb;
@@ -44,7 +54,8 @@ std::unique_ptr<port::Port> open(const DeviceConfig& dc, const Config& c, std::s
   // port's, as it changes.
   po.follow_mtu = dc.mtu == 0;
   po.netdev = dc.netdev;
-  return DpdkPort::open(dc.port, po, error);
+  po.queues = dc.lcores;
+  return DpdkPort::open(with_queues(dc.port, dc.lcores), po, error);
 }
 
 // The MAC of an af_packet port's interface, asked of the kernel before

@@ -51,6 +51,10 @@ struct DeviceConfig {
   /// How long opening waits for the link to come up (a memif port is down
   /// until its peer connects); 0 does not wait.
   std::uint32_t link_wait_ms = 10000;
+  /// The lcores (threads) the device's engine runs on, each on a queue of
+  /// the port, the RC, UC and XRC QPs spread over them by QPN (the
+  /// engine's "Several lcores" in docs/engine.md).
+  std::uint16_t lcores = 1;
 };
 
 /// Seeded impairments at the port: a test feature.

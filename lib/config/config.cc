@@ -157,7 +157,7 @@ IpPrefix parse_prefix(const TomlReader& device, const std::string& text) {
 // config.h alone states the defaults.
 DeviceConfig read_device(const TomlReader& t, std::size_t index) {
   t.only({"name", "port", "ip", "netdev", "mtu", "hugepages", "dscp", "pcp", "priority_tag",
-          "vlan_id", "ecn", "selective_repeat", "link_wait_ms"});
+          "vlan_id", "ecn", "selective_repeat", "link_wait_ms", "lcores"});
   DeviceConfig dev;
   dev.name = t.string("name").value_or("uroce" + std::to_string(index));
   // The name goes into the port's vdev string, the daemon's device list
@@ -210,6 +210,7 @@ DeviceConfig read_device(const TomlReader& t, std::size_t index) {
   dev.selective_repeat = t.boolean("selective_repeat", dev.selective_repeat);
   dev.vlan_id = t.number("vlan_id", dev.vlan_id, 0, 4094);
   dev.link_wait_ms = t.number("link_wait_ms", dev.link_wait_ms, 0, 600000);
+  dev.lcores = t.number("lcores", dev.lcores, 1, 16);
   return dev;
 }
 

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -66,6 +67,17 @@ class Port {
   /// retry or free with tx_free.
   virtual std::uint16_t tx_burst(TxFrame* frames, std::uint16_t n) = 0;
   virtual void tx_free(TxFrame& frame) = 0;
+
+  /// The port's queue `q` (1 and up; the port itself is queue 0) as a
+  /// Port of its own, for a device whose engine runs on several lcores
+  /// (engine/handoff.h): a receive and a transmit queue of its own,
+  /// polled by its own thread, on the port's link, MAC and buffers. It
+  /// must go before the port does. Null when the port has no queue `q`
+  /// (it was opened with fewer; most ports have one).
+  virtual std::unique_ptr<Port> open_queue(std::uint16_t q) {
+    (void)q;
+    return nullptr;
+  }
 
   virtual wire::MacAddr mac() const = 0;
   /// The link MTU (IP packet size), which bounds the IB path MTU.

@@ -21,7 +21,8 @@ std::unique_ptr<port::Port> open(const DeviceConfig& dc, const Config&, std::str
   static std::map<std::string, PipePort*> waiting;  // the first end of each pipe
   static std::uint8_t next_mac = 1;
   std::lock_guard lock(mu);
-  auto port = std::make_unique<PipePort>(wire::MacAddr{{0x02, 0x70, 0x69, 0x70, 0x65, next_mac++}});
+  auto port = std::make_unique<PipePort>(wire::MacAddr{{0x02, 0x70, 0x69, 0x70, 0x65, next_mac++}},
+                                         10000, dc.lcores);
   if (auto it = waiting.find(dc.port); it != waiting.end()) {
     PipePort::join(*it->second, *port);
     waiting.erase(it);

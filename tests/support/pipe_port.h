@@ -4,6 +4,8 @@
 // Two Ports joined back to back in memory: what one transmits, the
 // other receives, in order. For engine tests that need no DPDK; they still
 // run the whole engine (classification, ARP, QPs, frames on the wire).
+// A pipe of several queues joins each queue to the peer's of the same
+// number, as net_memif does: a frame arrives on the queue it was sent on.
 
 #include <deque>
 #include <memory>
@@ -17,13 +19,22 @@ namespace uroce::test {
 class PipePort : public port::Port {
  public:
   /// `speed_mbps` is what the port reports (pause quanta are timed by it).
-  explicit PipePort(wire::MacAddr mac, std::uint32_t speed_mbps = 10000)
-      : mac_(mac), speed_mbps_(speed_mbps) {}
-  /// Joins a and b.
+  /// `queues`: queue 0 (this port) and the ones open_queue opens.
+  explicit PipePort(wire::MacAddr mac, std::uint32_t speed_mbps = 10000, std::uint16_t queues = 1)
+      : mac_(mac), speed_mbps_(speed_mbps) {
+    for (std::uint16_t q = 1; q < queues; ++q)
+      queues_.push_back(std::make_unique<PipePort>(mac, speed_mbps));
+  }
+  /// Joins a and b, and each of their queues to the other's of its number.
   static void join(PipePort& a, PipePort& b) {
     a.peer_ = &b;
     b.peer_ = &a;
+    for (std::size_t q = 0; q < a.queues_.size() && q < b.queues_.size(); ++q)
+      join(*a.queues_[q], *b.queues_[q]);
   }
+  std::unique_ptr<port::Port> open_queue(std::uint16_t q) override;
+  /// Queue q (1 and up) itself, for inspection.
+  PipePort& queue(std::uint16_t q) { return *queues_.at(q - 1u); }
   /// Puts a frame on this port's receive side, as if the wire delivered it.
   void inject(std::vector<std::uint8_t> frame) {
     std::lock_guard lock(mu_);
@@ -50,6 +61,7 @@ class PipePort : public port::Port {
   std::mutex mu_;
   std::deque<std::vector<std::uint8_t>> rx_;
   std::vector<std::unique_ptr<std::vector<std::uint8_t>>> in_use_;
+  std::vector<std::unique_ptr<PipePort>> queues_;  ///< queues 1 and up
 };
 
 }  // namespace uroce::test
