@@ -42,6 +42,9 @@ enum class EngineCounter : std::uint8_t {
   kRxMcastNoGroup,       ///< ... to a group no QP of the device is attached to
   kTxMcast,              ///< frames sent to a multicast group
   kRxForwarded,          ///< RoCEv2 frames handed to the program owning their QP (daemon)
+  kRxHandedOff,          ///< frames for another lcore's QPs, handed to it (handoff.h)
+  kRxHandedIn,           ///< ... and those this lcore received so from the others
+  kRxHandoffDropped,     ///< ... that found the other lcore's box full
   kRxOther,
   kTxSchedTurns,    ///< turns the transmit round robin gave QPs
   kTxSchedRescued,  ///< QPs with work found by the rescan, not by an event
@@ -109,6 +112,12 @@ constexpr std::string_view name(EngineCounter c) {
       return "multicast_xmit_packets";
     case EngineCounter::kRxForwarded:
       return "rx_forwarded";
+    case EngineCounter::kRxHandedOff:
+      return "rx_handed_off";
+    case EngineCounter::kRxHandedIn:
+      return "rx_handed_in";
+    case EngineCounter::kRxHandoffDropped:
+      return "rx_handoff_dropped";
     case EngineCounter::kRxOther:
       return "rx_other";
     case EngineCounter::kTxSchedTurns:

@@ -26,13 +26,22 @@ Engine::Engine(port::Port& port, EngineConfig cfg)
       rx_(port, cfg_.rx_buffer, cfg_.pfc, port.mac(), *this, counters_),
       self_(port, host_, *this, counters_, cfg_.loopback_tap),
       ipv4_checksum_offload_(port.offloads_ipv4_checksum()),
-      shared_(port.shared()) {
+      shared_(port.shared()),
+      handoff_(cfg_.handoff),
+      lcore_(cfg_.lcore) {
   backlog_.reserve(kMaxBacklog + port::kMaxTxBurst);
 }
 
 Engine::~Engine() {
   // Frames still waiting go back to the port's pool.
   for (port::TxFrame& f : backlog_) port_.tx_free(f);
+  // The device stops every lcore before it ends any: what they gave back
+  // is this queue's to release.
+  if (handoff_ != nullptr) {
+    handoff_->take_returned(lcore_, returned_);
+    if (!returned_.empty())
+      port_.rx_release(returned_.data(), static_cast<std::uint16_t>(returned_.size()));
+  }
 }
 
 void Engine::attach(transport::Qp& qp) {
@@ -154,6 +163,7 @@ void Engine::run_once(Nanos now, std::uint32_t* work, bool completions_first) {
   last_now_ = now;
   const std::uint16_t burst = std::min(cfg_.rx_burst, port::kRxBurst);
   std::uint32_t n = rx_.active() ? rx_.poll(now, burst) : receive_burst(now);
+  if (handoff_ != nullptr) n += receive_handed(now);
   n += self_.run(now);
   if (cfg_.forwarder) n += cfg_.forwarder->pull(now);
   if (rx_.software_pfc()) {
@@ -177,13 +187,70 @@ std::uint32_t Engine::receive_burst(Nanos now) {
   counters_.inc(EngineCounter::kRxBursts);
   counters_.inc(EngineCounter::kRxFrames, got);
   counters_.inc(EngineCounter::kRxBytes, octets(frames, got));
+  if (handoff_ != nullptr) {
+    receive_sharded(frames, got, now);
+    return got;
+  }
   for (std::uint16_t i = 0; i < got; ++i) receive(frames[i].data, now);
   port_.rx_release(frames, got);
   return got;
 }
 
+void Engine::receive_sharded(port::RxFrame* frames, std::uint16_t n, Nanos now) {
+  std::uint16_t mine = 0;  // frames received here, released at the end
+  for (std::uint16_t i = 0; i < n; ++i) {
+    const wire::FrameClass c = wire::classify(frames[i].data);
+    const std::uint16_t to = handoff_->lcore_of(frames[i].data, c);
+    if (to != lcore_) {
+      if (handoff_->pass(lcore_, to, frames[i], c)) {
+        counters_.inc(EngineCounter::kRxHandedOff);
+        continue;
+      }
+      counters_.inc(EngineCounter::kRxHandoffDropped);
+    } else {
+      receive_classified(frames[i].data, c, now);
+    }
+    frames[mine++] = frames[i];
+  }
+  handoff_->flush(lcore_);
+  port_.rx_release(frames, mine);
+}
+
+std::uint32_t Engine::receive_handed(Nanos now) {
+  handoff_->take_returned(lcore_, returned_);
+  for (std::size_t done = 0; done < returned_.size();) {
+    const auto k = static_cast<std::uint16_t>(std::min<std::size_t>(returned_.size() - done, 4096));
+    port_.rx_release(returned_.data() + done, k);
+    done += k;
+  }
+  returned_.clear();
+  handoff_->take(lcore_, handed_);
+  if (handed_.empty()) return 0;
+  const auto n = static_cast<std::uint32_t>(handed_.size());
+  counters_.inc(EngineCounter::kRxHandedIn, n);
+  // Classified where they came in; the owner's own from here on.
+  for (const HandedFrame& h : handed_) receive_classified(h.frame.data, h.cls, now);
+  handoff_->give_back(lcore_, handed_);
+  handoff_->flush(lcore_);
+  return n;
+}
+
 void Engine::receive(ConstBytes frame, Nanos now) {
   const wire::FrameClass c = wire::classify(frame);
+  if (handoff_ != nullptr) {
+    // A frame the device sent itself, or one handed here: another lcore's
+    // QP's gets a copy of its own (this one's buffer is not a port's).
+    if (const std::uint16_t to = handoff_->lcore_of(frame, c); to != lcore_) {
+      const bool passed = handoff_->pass_copy(lcore_, to, frame, c);
+      counters_.inc(passed ? EngineCounter::kRxHandedOff : EngineCounter::kRxHandoffDropped);
+      if (passed) handoff_->flush(lcore_);
+      return;
+    }
+  }
+  receive_classified(frame, c, now);
+}
+
+void Engine::receive_classified(ConstBytes frame, const wire::FrameClass& c, Nanos now) {
   if (!c.valid()) {
     counters_.drop(wire::DropReason::kShortFrame);
     return;

@@ -37,6 +37,7 @@
 #include "engine/counters.h"
 #include "engine/forwarder.h"
 #include "engine/frame_path.h"
+#include "engine/handoff.h"
 #include "engine/host_stack.h"
 #include "engine/mcast_groups.h"
 #include "engine/params.h"
@@ -76,6 +77,10 @@ struct EngineConfig {
   /// target QP, verbs/xrcd.h), which the engine then attaches and hands
   /// the request. Empty: none.
   std::function<transport::Qp*(const wire::RocePacket&)> adopt_qp;
+  /// A device on several lcores (handoff.h): the frames between its
+  /// engines, and which of them this one is. Null: one lcore.
+  Handoff* handoff = nullptr;
+  std::uint16_t lcore = 0;
   /// Shown each frame the device sends to itself (self_delivery.h), which
   /// never crosses the port: the device daemon's capture. Empty: none.
   std::function<void(wire::ConstBytes)> loopback_tap;
@@ -254,8 +259,16 @@ class Engine final : private FramePath, private transport::Doorbell {
   void send_deferred();
   /// A burst from the port straight to the transport (no receive buffer).
   std::uint32_t receive_burst(Nanos now);
-  /// RX dispatch: one classification, then the host stack, PFC or a QP.
+  /// RX dispatch: one classification, then the host stack, PFC or a QP
+  /// (or, on several lcores, the lcore that owns the frame's QP).
   void receive(wire::ConstBytes frame, Nanos now) override;
+  void receive_classified(wire::ConstBytes frame, const wire::FrameClass& c, Nanos now);
+  /// A burst on several lcores: each frame to its lcore, this one's
+  /// received and released here.
+  void receive_sharded(port::RxFrame* frames, std::uint16_t n, Nanos now);
+  /// What the other lcores handed this one, and this one's port frames
+  /// they are done with.
+  [[gnu::noinline]] std::uint32_t receive_handed(Nanos now);
   /// A frame of IP, classified as `c`.
   using QpTable = std::unordered_map<std::uint32_t, transport::Qp*>;
   void detach_held(QpTable::iterator it);
@@ -308,7 +321,11 @@ class Engine final : private FramePath, private transport::Doorbell {
   std::vector<port::TxFrame> backlog_;
   std::uint16_t ip_id_ = 0;  ///< IPv4 identification of the frames we send
   const bool ipv4_checksum_offload_;
-  const bool shared_;  ///< the port is a device daemon's (port.shared())
+  const bool shared_;       ///< the port is a device daemon's (port.shared())
+  Handoff* const handoff_;  ///< the device's lcores, null on one
+  const std::uint16_t lcore_;
+  std::vector<HandedFrame> handed_;      ///< taken from the handoff, engine thread
+  std::vector<port::RxFrame> returned_;  ///< this queue's frames, given back
 
   // The queue-pair side.
   QpTable qps_;

@@ -50,14 +50,21 @@ inline constexpr std::uint64_t kTxRescanNs = 10'000'000;
 inline constexpr std::uint64_t kTimerTickNs = 1000;
 inline constexpr std::size_t kTimerSlots = 4096;
 
+/// Frames handed to one lcore's engine by the device's others (a device
+/// on several lcores, engine/handoff.h) that may wait for it at once;
+/// past this they drop, as on a congested link.
+inline constexpr std::uint32_t kMaxHandedFrames = 1024;
+
 static_assert(kDefaultRxBurst <= port::kRxBurst);
 static_assert(kMaxBufferedFrames >= kRxBufferBursts * port::kRxBurst,
               "the receive buffer takes an iteration's bursts");
+
 // Mbufs the engine and FaultPort hold at once beyond the port's rings: the
 // receive buffer, the transmit backlog and the Sink's batch, FaultPort's
-// queue and its frames held back in each direction.
+// queue and its frames held back in each direction, and the frames other
+// lcores handed it.
 static_assert(kMaxBufferedFrames + kMaxBacklog + port::kTxBatch + port::kFaultTxQueue +
-                      2 * port::kMaxHeld <=
+                      2 * port::kMaxHeld + kMaxHandedFrames <=
                   port::kPoolSpare,
               "the port's pool has a buffer for every frame the engine may hold");
 

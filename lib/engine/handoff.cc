@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "engine/handoff.h"
+
+#include <algorithm>
+
+#include "engine/params.h"
+#include "wire/ip.h"
+#include "wire/udp.h"
+
+namespace uroce::engine {
+
+Handoff::Handoff(std::uint16_t lcores)
+    : lcores_(std::clamp<std::uint16_t>(lcores, 1, kMaxLcores)),
+      boxes_(std::make_unique<Box[]>(lcores_)),
+      staged_(std::make_unique<Staged[]>(lcores_)) {}
+
+std::uint16_t Handoff::lcore_of(wire::ConstBytes frame, const wire::FrameClass& c) const {
+  if (!c.ip() || c.l4_proto != wire::ip_proto::kUdp) return 0;
+  // The UDP header, then the BTH: its destination QP is bytes 5 to 7.
+  // Only the port and the QPN are read here; the owner checks the rest.
+  const std::size_t udp = c.l4_offset();
+  if (frame.size() < udp + 8 + 12) return 0;
+  const std::uint8_t* p = frame.data() + udp;
+  if ((std::uint16_t{p[2]} << 8 | p[3]) != wire::kRoceV2Port) return 0;
+  const std::uint8_t* bth = p + 8;
+  return owner(std::uint32_t{bth[5]} << 16 | std::uint32_t{bth[6]} << 8 | bth[7]);
+}
+
+bool Handoff::reserve(std::uint16_t to) {
+  // Counted as staged, so that what waits in the box and on its way to it
+  // is bounded together.
+  std::atomic<std::uint32_t>& held = boxes_[to].held;
+  if (held.load(std::memory_order_relaxed) >= kMaxHandedFrames) return false;
+  held.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+bool Handoff::pass(std::uint16_t from, std::uint16_t to, const port::RxFrame& f,
+                   const wire::FrameClass& c) {
+  if (!reserve(to)) return false;
+  HandedFrame h;
+  h.frame = f;
+  h.cls = c;
+  h.from = from;
+  staged_[from].to[to].push_back(std::move(h));
+  return true;
+}
+
+bool Handoff::pass_copy(std::uint16_t from, std::uint16_t to, wire::ConstBytes frame,
+                        const wire::FrameClass& c) {
+  if (!reserve(to)) return false;
+  HandedFrame h;
+  h.cls = c;
+  h.from = from;
+  h.copy.assign(frame.begin(), frame.end());
+  h.frame.data = wire::ConstBytes(h.copy.data(), h.copy.size());
+  staged_[from].to[to].push_back(std::move(h));
+  return true;
+}
+
+void Handoff::give_back(std::uint16_t lcore, std::vector<HandedFrame>& frames) {
+  Staged& s = staged_[lcore];
+  for (const HandedFrame& h : frames) {
+    if (h.copy.empty()) s.back[h.from].push_back(h.frame);
+  }
+  boxes_[lcore].held.fetch_sub(static_cast<std::uint32_t>(frames.size()),
+                               std::memory_order_relaxed);
+  frames.clear();
+}
+
+void Handoff::flush(std::uint16_t from) {
+  Staged& s = staged_[from];
+  for (std::uint16_t to = 0; to < lcores_; ++to) {
+    if (!s.to[to].empty()) {
+      Box& b = boxes_[to];
+      {
+        std::lock_guard lock(b.mu);
+        // A copy's bytes move with it (a vector's move keeps its buffer),
+        // and its view with them.
+        for (HandedFrame& h : s.to[to]) b.in.push_back(std::move(h));
+        b.has_in.store(true, std::memory_order_release);
+      }
+      s.to[to].clear();
+    }
+    if (!s.back[to].empty()) {
+      Box& b = boxes_[to];
+      {
+        std::lock_guard lock(b.mu);
+        b.back.insert(b.back.end(), s.back[to].begin(), s.back[to].end());
+        b.has_back.store(true, std::memory_order_release);
+      }
+      s.back[to].clear();
+    }
+  }
+}
+
+void Handoff::take(std::uint16_t lcore, std::vector<HandedFrame>& out) {
+  Box& b = boxes_[lcore];
+  if (!b.has_in.load(std::memory_order_acquire)) return;
+  std::lock_guard lock(b.mu);
+  for (HandedFrame& h : b.in) out.push_back(std::move(h));
+  b.in.clear();
+  b.has_in.store(false, std::memory_order_relaxed);
+}
+
+void Handoff::take_returned(std::uint16_t lcore, std::vector<port::RxFrame>& out) {
+  Box& b = boxes_[lcore];
+  if (!b.has_back.load(std::memory_order_acquire)) return;
+  std::lock_guard lock(b.mu);
+  out.insert(out.end(), b.back.begin(), b.back.end());
+  b.back.clear();
+  b.has_back.store(false, std::memory_order_relaxed);
+}
+
+}  // namespace uroce::engine
