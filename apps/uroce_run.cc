@@ -33,7 +33,8 @@ void usage(FILE* out) {
   std::fprintf(
       out,
       "usage: uroce-run [--config FILE] [--port DPDK_DEVICE --ip CIDR[,CIDR...] | --netdev IFACE]\n"
-      "                 [--mtu N] [--hugepages] [--name NAME] [--sysfs] -- PROGRAM [ARGS...]\n"
+      "                 [--mtu N] [--hugepages] [--lcores N] [--name NAME] [--sysfs]\n"
+      "                 -- PROGRAM [ARGS...]\n"
       "\n"
       "Runs PROGRAM with uroce serving libibverbs for uroce devices, e.g.\n"
       "  uroce-run --port net_af_packet0,iface=veth1 --ip 10.0.1.1/24 -- \\\n"
@@ -41,6 +42,7 @@ void usage(FILE* out) {
       "  uroce-run --netdev eth0 -- ib_write_bw -d uroce0   (eth0's own addresses)\n"
       "  uroce-run --netdev eth0 --port af_xdp -- ...       (the port on AF_XDP)\n"
       "  uroce-run --port packet:veth1 --ip 10.0.1.1/24 -- ...  (uroce's packet port, UDP GSO)\n"
+      "--lcores: the device's engine on N lcores, each on a queue of the port\n"
       "--sysfs: the devices in /sys/class/infiniband too (ibstat, UCX's GID types,\n"
       "Open MPI's device match), in a mount namespace of the program's own (for a\n"
       "user other than root, with a user namespace around it)\n");
@@ -92,7 +94,7 @@ std::string preload_list(const std::string& lib, const char* old) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string config, port, ip, netdev, mtu, name = "uroce0";
+  std::string config, port, ip, netdev, mtu, lcores, name = "uroce0";
   bool hugepages = false, sysfs = false;
   int i = 1;
   for (; i < argc; ++i) {
@@ -117,6 +119,8 @@ int main(int argc, char** argv) {
       value(&netdev);
     } else if (a == "--mtu") {
       value(&mtu);
+    } else if (a == "--lcores") {
+      value(&lcores);
     } else if (a == "--name") {
       value(&name);
     } else if (a == "--hugepages") {
@@ -158,6 +162,7 @@ int main(int argc, char** argv) {
     if (!netdev.empty()) setenv("UROCE_DEVICE0_NETDEV", netdev.c_str(), 1);
     if (!mtu.empty()) setenv("UROCE_DEVICE0_MTU", mtu.c_str(), 1);
     if (hugepages) setenv("UROCE_DEVICE0_HUGEPAGES", "true", 1);
+    if (!lcores.empty()) setenv("UROCE_DEVICE0_LCORES", lcores.c_str(), 1);
   }
   if (sysfs) {
     std::string error;

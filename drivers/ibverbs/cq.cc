@@ -143,10 +143,10 @@ int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) 
     return -1;
   }
   // While the program sleeps here, its events come from the poll thread.
-  auto& progress = ours(channel->context)->dev->progress();
-  progress.begin_wait();
+  auto& dev = *ours(channel->context)->dev;
+  dev.begin_wait();
   uroce::verbs::Cq* q = to_u<UChannel>(channel)->channel->get_cq_event();
-  progress.end_wait();
+  dev.end_wait();
   if (!q) return -1;
   auto* owner = static_cast<ibv_cq*>(q->handle);
   *cq = owner;

@@ -23,7 +23,6 @@
 
 namespace uroce {
 
-
 static_assert(static_cast<int>(Opcode::kAtomicFetchAndAdd) ==
               static_cast<int>(verbs::WrOpcode::kAtomicFetchAndAdd));
 static_assert(static_cast<int>(WcStatus::kGeneralErr) ==
@@ -31,7 +30,8 @@ static_assert(static_cast<int>(WcStatus::kGeneralErr) ==
 static_assert(static_cast<int>(WcOpcode::kRecvRdmaWithImm) ==
               static_cast<int>(verbs::WcOpcode::kRecvRdmaWithImm));
 static_assert(static_cast<int>(QpState::kErr) == static_cast<int>(verbs::QpState::kErr));
-static_assert(wc_flags::kGrh == verbs::wc_flags::kGrh && wc_flags::kWithImm == verbs::wc_flags::kWithImm);
+static_assert(wc_flags::kGrh == verbs::wc_flags::kGrh &&
+              wc_flags::kWithImm == verbs::wc_flags::kWithImm);
 static_assert(access::kRemoteAtomic == verbs::access::kRemoteAtomic);
 static_assert(send_flags::kInline == verbs::send_flags::kInline);
 
@@ -209,12 +209,15 @@ std::vector<Counter> Device::counters() const {
   // The device's own counters, as uroce-stat shows them; each QP's are
   // QueuePair::counters().
   std::vector<Counter> out;
-  impl_->dev->for_each_counter([&](std::string_view scope, std::string_view name,
-                                   std::uint64_t v) {
+  impl_->dev->for_each_counter([&](std::string_view scope, std::string_view name, std::uint64_t v) {
     if (scope == "engine" || scope == "pfc") {
       out.emplace_back(std::string(name), v);
     } else if (scope == "drop") {
       out.emplace_back("drop_" + std::string(name), v);
+    } else if (scope.starts_with("lcore:")) {
+      // A device on several lcores: each one's engine counters, as
+      // "lcore1_rx_frames" (the ones above are their sums).
+      out.emplace_back("lcore" + std::string(scope.substr(6)) + "_" + std::string(name), v);
     }
   });
   return out;
@@ -388,8 +391,8 @@ int QueuePair::connect(const Remote& peer, const ConnectOptions& o) {
   a.retry_cnt = o.retry_cnt;
   a.rnr_retry = o.rnr_retry;
   a.max_rd_atomic = o.max_rd_atomic;
-  return q.modify(m,
-                  kState | kSqPsn | (rc_qp ? kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic : 0));
+  return q.modify(
+      m, kState | kSqPsn | (rc_qp ? kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic : 0));
 }
 
 int QueuePair::post_send(const SendWr& wr) {
@@ -404,7 +407,8 @@ int QueuePair::post_send(const SendWr& wr) {
   w.compare_add = wr.compare_add;
   w.swap = wr.swap;
   if (wr.ah) {
-    if (int rc = impl_->qp->set_ud_destination(*wr.ah->impl_->ah, wr.remote_qpn, wr.remote_qkey, &w);
+    if (int rc =
+            impl_->qp->set_ud_destination(*wr.ah->impl_->ah, wr.remote_qpn, wr.remote_qkey, &w);
         rc != 0)
       return rc;
   }

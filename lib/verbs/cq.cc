@@ -14,6 +14,8 @@ int Cq::create(Context& ctx, std::int64_t cqe, CompletionChannel* channel, int c
       comp_vector >= kNumCompVectors || (channel && channel->context() != &ctx))
     return EINVAL;
   std::unique_ptr<Cq> cq(new Cq(ctx, static_cast<std::uint32_t>(cqe)));
+  // Its QPs may be of any of the device's lcores.
+  if (ctx.device().lcores() > 1) cq->set_many_producers();
   cq->set_events(ctx.event_sink());
   if (channel) {
     cq->channel_ = channel;
@@ -44,17 +46,17 @@ std::uint32_t Cq::poll(transport::Wc* out, std::uint32_t max) {
   std::uint32_t got = transport::Cq::poll(out, max);
   if (got == 0 && max > 0) {
     // Nothing yet: move the engine ourselves, then look again.
-    ctx_.device().progress().drive();
+    ctx_.device().drive();
     got = transport::Cq::poll(out, max);
   }
   return got;
 }
 
-void Cq::drive() { ctx_.device().progress().drive(); }
+void Cq::drive() { ctx_.device().drive(); }
 
 bool Cq::take_locked(transport::Wc* out) {
   if (transport::Cq::poll(out, 1) == 1) return true;
-  ctx_.device().progress().drive();
+  ctx_.device().drive();
   return transport::Cq::poll(out, 1) == 1;
 }
 
@@ -71,15 +73,16 @@ int Cq::resize(std::int64_t cqe) {
     std::uint32_t work = 0;
     if (!dev.engine().try_poll(engine::now_ns(), &work) || work == 0) break;
   }
+  if (dev.lcores() > 1) dev.poll();
   std::lock_guard lock(poll_mu_);
-  const bool ok =
-      dev.engine().locked([&] { return transport::Cq::resize(static_cast<std::uint32_t>(cqe)); });
+  bool ok = false;
+  dev.hold_all([&] { ok = transport::Cq::resize(static_cast<std::uint32_t>(cqe)); });
   return ok ? 0 : EINVAL;  // more completions wait than the new size holds
 }
 
 void Cq::remove_qp_completions(std::uint32_t qpn) {
   std::lock_guard lock(poll_mu_);
-  ctx_.device().engine().locked([&] { remove_qp(qpn); });
+  ctx_.device().hold_all([&] { remove_qp(qpn); });
 }
 
 }  // namespace uroce::verbs

@@ -130,6 +130,28 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c,
                                      std::unique_ptr<port::Port> port, std::string* error) {
   std::unique_ptr<Device> d(new Device());
   d->cfg_ = dc;
+  // Lcores 1 and up each poll a queue of the port (the fault decorator,
+  // if any, on each).
+  std::vector<std::unique_ptr<port::Port>> queues;
+  if (dc.lcores > 1) {
+    if (port->shared()) {
+      *error = "lcores: a device served by uroced runs on the daemon's lcore; set lcores = 1";
+      return nullptr;
+    }
+    if (c.fault.rx_rate_mbps != 0) {
+      *error = "lcores: the slow receiver (fault.rx_rate_mbps) needs lcores = 1";
+      return nullptr;
+    }
+    for (std::uint16_t q = 1; q < dc.lcores; ++q) {
+      auto queue = port->open_queue(q);
+      if (!queue) {
+        *error = "lcores = " + std::to_string(dc.lcores) + ": port " + dc.port + " has no queue " +
+                 std::to_string(q) + " (a port of one queue runs on one lcore)";
+        return nullptr;
+      }
+      queues.push_back(with_faults(std::move(queue), c));
+    }
+  }
   d->port_ = with_faults(std::move(port), c);
   const wire::MacAddr mac = d->port_->mac();
   // Programs check the port once, right after opening (perftest refuses a
@@ -159,12 +181,34 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c,
       return dev->xrc_domains().adopt_target(pkt);
     };
   }
+  if (dc.lcores > 1) {
+    d->handoff_ = std::make_unique<engine::Handoff>(dc.lcores);
+    ec.handoff = d->handoff_.get();
+  }
   d->engine_ = std::make_unique<engine::Engine>(*d->port_, ec);
+  if (dc.lcores > 1 && c.pfc.enabled && !d->engine_->hardware_pfc()) {
+    // Pauses are lcore 0's to hear and would hold its QPs only.
+    *error = "lcores: PFC in software (the port has none of its own) needs lcores = 1";
+    return nullptr;
+  }
+  for (std::uint16_t i = 1; i < dc.lcores; ++i) {
+    MoreLcore l;
+    l.port = std::move(queues[i - 1]);
+    engine::EngineConfig lc = ec;
+    lc.lcore = i;
+    lc.pfc.enabled = false;  // the NIC's (above): lcore 0 counts its frames
+    l.engine = std::make_unique<engine::Engine>(*l.port, std::move(lc));
+    d->more_.push_back(std::move(l));
+  }
   d->dcqcn_ = c.dcqcn;
-  if (c.dcqcn.enabled) d->np_.emplace(d->dcqcn_);
+  if (c.dcqcn.enabled) {
+    for (std::uint16_t i = 0; i < dc.lcores; ++i)
+      d->np_.push_back(std::make_unique<cc::NotificationPoint>(d->dcqcn_));
+  }
   d->link_was_up_ = d->port_->link_up();
   Device* self = d.get();
   d->poller_ = std::make_unique<engine::PollThread>(*d->engine_, [self] { self->housekeep(); });
+  for (MoreLcore& l : d->more_) l.poller = std::make_unique<engine::PollThread>(*l.engine);
 
   // Every limit comes from verbs/limits.h; the identity from the port.
   for (std::uint8_t b : eui64(mac)) d->attr_.node_guid = d->attr_.node_guid << 8 | b;
@@ -181,7 +225,9 @@ void Device::end_of_process() {
   // The ACKs of what the program received last may wait for its next
   // call, which will not come.
   engine_->finish_turn();
+  for (MoreLcore& l : more_) l.engine->finish_turn();
   poller_->stop();
+  for (MoreLcore& l : more_) l.poller->stop();
   write_stats_file();
 }
 
@@ -190,10 +236,15 @@ Device::~Device() {
   // The poll thread first (it runs the CM's timers), then QP 1, then the
   // engine under it.
   poller_.reset();
+  for (MoreLcore& l : more_) l.poller.reset();
   gsi_.store(nullptr, std::memory_order_release);
   gsi_owner_.reset();
   xrc_->drop_adopted();
+  // Every lcore's engine before any queue: an engine gives its port
+  // queue's frames back as it goes.
+  for (MoreLcore& l : more_) l.engine.reset();
   engine_.reset();
+  more_.clear();  // the queues before the port they are queues of
   port_.reset();
 }
 
@@ -253,6 +304,7 @@ void Device::follow_addresses() {
     engine_addresses = gid_table_.addresses();
   }
   // Outside gid_mu_: the engine thread reads the GIDs holding the engine.
+  for (std::uint16_t i = 1; i < lcores(); ++i) lcore(i).engine.set_addresses(engine_addresses);
   engine_->set_addresses(std::move(engine_addresses));
   {
     // Under gsi_mu_: a Gsi made meanwhile copied the table, old or new;
@@ -282,7 +334,30 @@ void Device::housekeep() {
   if (Gsi* g = gsi_.load(std::memory_order_acquire)) g->housekeep();
 }
 
-void Device::poll() { engine_->poll(engine::now_ns()); }
+void Device::poll() {
+  for (std::uint16_t i = 0; i < lcores(); ++i) lcore(i).engine.poll(engine::now_ns());
+}
+
+void Device::drive() {
+  poller_->drive();
+  for (MoreLcore& l : more_) l.poller->drive();
+}
+
+void Device::begin_wait() {
+  for (std::uint16_t i = 0; i < lcores(); ++i) lcore(i).poller.begin_wait();
+}
+
+void Device::end_wait() {
+  for (std::uint16_t i = 0; i < lcores(); ++i) lcore(i).poller.end_wait();
+}
+
+void Device::hold_from(std::uint16_t i, const std::function<void()>& fn) {
+  if (i == lcores()) {
+    fn();
+    return;
+  }
+  lcore(i).engine.locked([&] { hold_from(static_cast<std::uint16_t>(i + 1), fn); });
+}
 
 PortAttr Device::port_attr() const {
   PortAttr p;
@@ -313,7 +388,7 @@ void Device::watch_link() {
     // waits on a QP fails now instead of never.
     log::get().error("{}: the device is lost (its daemon exited)", cfg_.name);
     failed_.store(true, std::memory_order_release);
-    engine_->fail_all(engine::now_ns());
+    for (std::uint16_t i = 0; i < lcores(); ++i) lcore(i).engine.fail_all(engine::now_ns());
     std::lock_guard lock(link_mu_);
     link_was_up_ = false;
     for (const auto& [handle, fn] : link_listeners_) fn(PortEvent::kDown);
@@ -329,11 +404,43 @@ void Device::watch_link() {
 }
 
 void Device::for_each_counter(const CounterFn& fn) {
+  // The engine's counters summed over its lcores, as a NIC's are over its
+  // queues; each lcore's own below, when there are several.
+  std::vector<std::uint64_t> engine_total, drop_total;
+  for (std::uint16_t i = 0; i < lcores(); ++i) {
+    const engine::EngineCounters& c = lcore(i).engine.counters();
+    std::size_t k = 0;
+    c.for_each([&](std::string_view, std::uint64_t v) {
+      if (k == engine_total.size()) engine_total.push_back(0);
+      engine_total[k++] += v;
+    });
+    k = 0;
+    c.for_each_drop([&](std::string_view, std::uint64_t v) {
+      if (k == drop_total.size()) drop_total.push_back(0);
+      drop_total[k++] += v;
+    });
+  }
   const engine::EngineCounters& c = engine_->counters();
-  c.for_each([&](std::string_view name, std::uint64_t v) { fn("engine", name, v); });
-  port::for_each_fault_counter(
-      *port_, [&](std::string_view name, std::uint64_t v) { fn("engine", name, v); });
-  c.for_each_drop([&](std::string_view name, std::uint64_t v) { fn("drop", name, v); });
+  std::size_t k = 0;
+  c.for_each([&](std::string_view name, std::uint64_t) { fn("engine", name, engine_total[k++]); });
+  std::vector<std::pair<std::string, std::uint64_t>> faults;
+  for (std::uint16_t i = 0; i < lcores(); ++i) {
+    k = 0;
+    port::for_each_fault_counter(lcore(i).port, [&](std::string_view name, std::uint64_t v) {
+      if (k == faults.size()) faults.emplace_back(name, 0);
+      faults[k++].second += v;
+    });
+  }
+  for (const auto& [name, v] : faults) fn("engine", name, v);
+  k = 0;
+  c.for_each_drop([&](std::string_view name, std::uint64_t) { fn("drop", name, drop_total[k++]); });
+  if (lcores() > 1) {
+    for (std::uint16_t i = 0; i < lcores(); ++i) {
+      const std::string scope = "lcore:" + std::to_string(i);
+      lcore(i).engine.counters().for_each(
+          [&](std::string_view name, std::uint64_t v) { fn(scope, name, v); });
+    }
+  }
   port_->for_each_stat([&](std::string_view name, std::uint64_t v) { fn("nic", name, v); });
   engine_->pfc_counters().for_each(
       [&](const std::string& name, std::uint64_t v) { fn("pfc", name, v); });
@@ -344,36 +451,39 @@ void Device::for_each_counter(const CounterFn& fn) {
     std::lock_guard lock(retired_mu_);
     total = retired_;
   }
-  engine_->for_each_qp([&](const transport::Qp& qp) {
-    std::size_t i = 0;
-    qp.counters().for_each([&](std::string_view, std::uint64_t v) { total[i++] += v; });
-  });
+  for (std::uint16_t l = 0; l < lcores(); ++l) {
+    lcore(l).engine.for_each_qp([&](const transport::Qp& qp) {
+      std::size_t i = 0;
+      qp.counters().for_each([&](std::string_view, std::uint64_t v) { total[i++] += v; });
+    });
+  }
   for (std::size_t i = 0; i < total.size(); ++i)
     fn("port", transport::name(static_cast<transport::Counter>(i)), total[i]);
   cc_counters_.for_each([&](std::string_view name, std::uint64_t v) { fn("port", name, v); });
-  engine_->for_each_qp([&](const transport::Qp& qp) {
-    char scope[16];
-    std::snprintf(scope, sizeof(scope), "qp:%06x", qp.qpn());
-    qp.counters().for_each([&](std::string_view name, std::uint64_t v) { fn(scope, name, v); });
-    // Where it stands: its state (ibv_qp_state's numbers: 3 RTS, 6 ERR),
-    // its peer, its PSNs, what it still has to send, its retry budgets.
-    // A connection that stopped moving shows why here.
-    const transport::Qp::Progress p = qp.progress_state();
-    fn(scope, "state", static_cast<std::uint64_t>(qp.state()));
-    fn(scope, "dest_qp_num", qp.attr().dest_qp_num);
-    fn(scope, "sq_psn", p.sq_psn);
-    fn(scope, "sq_unacked_psn", p.sq_unacked_psn);
-    fn(scope, "rq_psn", p.rq_psn);
-    fn(scope, "sq_wqes", p.sq_wqes);
-    fn(scope, "retry_left", p.retry_left);
-    fn(scope, "rnr_retry_left", p.rnr_retry_left);
-    // DCQCN's state of the QP: current and target rate, alpha.
-    if (const auto* cc = dynamic_cast<const cc::QpCongestion*>(qp.gate())) {
-      fn(scope, "dcqcn_rate_mbps", cc->rate_bps() / 1'000'000);
-      fn(scope, "dcqcn_target_mbps", cc->target_bps() / 1'000'000);
-      fn(scope, "dcqcn_alpha_x1024", static_cast<std::uint64_t>(cc->alpha() * 1024));
-    }
-  });
+  for (std::uint16_t l = 0; l < lcores(); ++l)
+    lcore(l).engine.for_each_qp([&](const transport::Qp& qp) {
+      char scope[16];
+      std::snprintf(scope, sizeof(scope), "qp:%06x", qp.qpn());
+      qp.counters().for_each([&](std::string_view name, std::uint64_t v) { fn(scope, name, v); });
+      // Where it stands: its state (ibv_qp_state's numbers: 3 RTS, 6 ERR),
+      // its peer, its PSNs, what it still has to send, its retry budgets.
+      // A connection that stopped moving shows why here.
+      const transport::Qp::Progress p = qp.progress_state();
+      fn(scope, "state", static_cast<std::uint64_t>(qp.state()));
+      fn(scope, "dest_qp_num", qp.attr().dest_qp_num);
+      fn(scope, "sq_psn", p.sq_psn);
+      fn(scope, "sq_unacked_psn", p.sq_unacked_psn);
+      fn(scope, "rq_psn", p.rq_psn);
+      fn(scope, "sq_wqes", p.sq_wqes);
+      fn(scope, "retry_left", p.retry_left);
+      fn(scope, "rnr_retry_left", p.rnr_retry_left);
+      // DCQCN's state of the QP: current and target rate, alpha.
+      if (const auto* cc = dynamic_cast<const cc::QpCongestion*>(qp.gate())) {
+        fn(scope, "dcqcn_rate_mbps", cc->rate_bps() / 1'000'000);
+        fn(scope, "dcqcn_target_mbps", cc->target_bps() / 1'000'000);
+        fn(scope, "dcqcn_alpha_x1024", static_cast<std::uint64_t>(cc->alpha() * 1024));
+      }
+    });
   if (const Gsi* g = gsi_.load(std::memory_order_acquire))
     g->for_each_counter([&](std::string_view name, std::uint64_t v) { fn("cm", name, v); });
 }
@@ -384,8 +494,9 @@ void Device::write_stats(std::string& out) {
   });
 }
 
-std::unique_ptr<cc::QpCongestion> Device::make_congestion(const transport::Qp* const* qp) {
-  if (!np_) return nullptr;
+std::unique_ptr<cc::QpCongestion> Device::make_congestion(const transport::Qp* const* qp,
+                                                          std::uint32_t qpn) {
+  if (np_.empty()) return nullptr;
   // RP and NP by priority, as mlx5's ecn/roce_rp/enable/N and
   // roce_np/enable/N: the priority of the device's RoCE traffic.
   const bool tagged = cfg_.priority_tag || cfg_.vlan_id != 0;
@@ -394,10 +505,11 @@ std::unique_ptr<cc::QpCongestion> Device::make_congestion(const transport::Qp* c
       std::uint64_t{port_->speed_mbps() != 0 ? port_->speed_mbps() : 10000} * 1'000'000;
   const std::uint8_t cnp_dscp = dcqcn_.cnp_dscp;
   const std::uint8_t cnp_prio = dcqcn_.cnp_802p_prio;
-  engine::Engine* engine = engine_.get();
+  // The QP's lcore's: its receive, which sends the CNP, runs there.
+  engine::Engine* engine = &engine_of(qpn);
   return std::make_unique<cc::QpCongestion>(dcqcn_, line, dcqcn_.rp_priorities >> prio & 1,
-                                            dcqcn_.np_priorities >> prio & 1, *np_, cc_counters_,
-                                            [engine, qp, cnp_dscp, cnp_prio] {
+                                            dcqcn_.np_priorities >> prio & 1, *np_[owner(qpn)],
+                                            cc_counters_, [engine, qp, cnp_dscp, cnp_prio] {
                                               // Toward the QP's peer, on the CNP's own DSCP and
                                               // priority.
                                               wire::RoceRoute r = (*qp)->attr().route;
@@ -414,12 +526,13 @@ void Device::retire_qp_counters(const transport::Counters& c) {
   c.for_each([&](std::string_view, std::uint64_t v) { retired_[i++] += v; });
 }
 
-std::uint32_t Device::alloc_qpn() {
+std::uint32_t Device::alloc_qpn(bool on_lcore0) {
   // On a shared port the host's daemon keeps the QPN space.
   if (port_->shared()) return port_->alloc_qpn();
   std::lock_guard lock(qpn_mu_);
   for (;;) {
     const std::uint32_t q = transport::secure_random_qpn();
+    if (on_lcore0 && owner(q) != 0) continue;
     if (std::find(qpns_.begin(), qpns_.end(), q) == qpns_.end()) {
       qpns_.push_back(q);
       return q;

@@ -102,16 +102,35 @@ class Device {
   /// a netdev device's interface's as they are now.
   std::vector<IpPrefix> addresses() const;
 
+  /// The engine of lcore 0, which runs the host stack (ARP, neighbour
+  /// discovery, ping), QP 1, the UD QPs and multicast.
   engine::Engine& engine() { return *engine_; }
-  /// Runs one iteration of the engine on this thread, waiting for it if
-  /// another thread has it.
+  /// The engine that owns QP `qpn` (engine/handoff.h): lcore 0's unless
+  /// the device runs on several lcores.
+  engine::Engine& engine_of(std::uint32_t qpn) { return lcore(owner(qpn)).engine; }
+  /// The poll thread of the lcore that owns QP `qpn`.
+  engine::PollThread& progress_of(std::uint32_t qpn) { return lcore(owner(qpn)).poller; }
+  /// The lcores the device's engine runs on (DeviceConfig::lcores).
+  std::uint16_t lcores() const { return static_cast<std::uint16_t>(1 + more_.size()); }
+  /// Runs one iteration of every lcore's engine on this thread, waiting
+  /// for each if another thread has it.
   void poll();
+  /// PollThread::drive on every lcore: a program polling a CQ, whose
+  /// completions may come from the QPs of any lcore.
+  void drive();
+  /// PollThread::begin_wait and end_wait on every lcore.
+  void begin_wait();
+  void end_wait();
+  /// Runs `fn` holding the engine of every lcore (taken in lcore order,
+  /// the one order anything takes two in): for what no engine may be
+  /// running through meanwhile (a region's deregistration, a CQ's resize).
+  void hold_all(const std::function<void()>& fn) { hold_from(0, fn); }
 
   /// DCQCN for a new QP, or null when congestion control is off: its
   /// gate and observer go into the QP's QpInit.
-  std::unique_ptr<cc::QpCongestion> make_congestion(const transport::Qp* const* qp);
+  std::unique_ptr<cc::QpCongestion> make_congestion(const transport::Qp* const* qp,
+                                                    std::uint32_t qpn);
   const cc::Counters& cc_counters() const { return cc_counters_; }
-  engine::PollThread& progress() { return *poller_; }
   MrTable& mrs() { return mrs_; }
   /// Device memory (ibv_alloc_dm), shared by every context of the device.
   DmPool& dm() { return dm_; }
@@ -124,7 +143,8 @@ class Device {
   /// A new QP number, unpredictable and unused on this device (on the
   /// host, for a device shared through its daemon); 0 when none can be
   /// had (the daemon is gone).
-  std::uint32_t alloc_qpn();
+  /// `on_lcore0`: one lcore 0 owns (a UD QP's: engine/handoff.h).
+  std::uint32_t alloc_qpn(bool on_lcore0 = false);
   void free_qpn(std::uint32_t qpn);
   /// PD ids and device memory handles, device-wide: every context of the
   /// device shares its memory region table, which checks PD ids.
@@ -209,7 +229,8 @@ class Device {
   Device() = default;
   DeviceConfig cfg_;
   DcqcnSettings dcqcn_;
-  std::optional<cc::NotificationPoint> np_;  ///< engine thread only
+  /// DCQCN's notification point of each lcore, its engine thread only.
+  std::vector<std::unique_ptr<cc::NotificationPoint>> np_;
   cc::Counters cc_counters_;
   DeviceAttr attr_;
   mutable std::mutex gid_mu_;
@@ -219,7 +240,29 @@ class Device {
   std::unique_ptr<port::Port> port_;
   std::unique_ptr<engine::Engine> engine_;
   std::unique_ptr<engine::PollThread> poller_;
-  MrTable mrs_{[this] { engine_->locked([] {}); }};
+  // A device on several lcores: the frames between their engines, and
+  // lcores 1 and up, each with its queue of the port, its engine and its
+  // poll thread (lcore 0's are port_, engine_ and poller_).
+  struct Lcore {
+    port::Port& port;
+    engine::Engine& engine;
+    engine::PollThread& poller;
+  };
+  struct MoreLcore {
+    std::unique_ptr<port::Port> port;
+    std::unique_ptr<engine::Engine> engine;
+    std::unique_ptr<engine::PollThread> poller;
+  };
+  std::unique_ptr<engine::Handoff> handoff_;
+  std::vector<MoreLcore> more_;
+  std::uint16_t owner(std::uint32_t qpn) const { return handoff_ ? handoff_->owner(qpn) : 0; }
+  Lcore lcore(std::uint16_t i) {
+    if (i == 0) return {*port_, *engine_, *poller_};
+    const MoreLcore& l = more_[i - 1];
+    return {*l.port, *l.engine, *l.poller};
+  }
+  void hold_from(std::uint16_t i, const std::function<void()>& fn);
+  MrTable mrs_{[this] { hold_all([] {}); }};
   DmPool dm_{transport::kMaxDmSize};
   std::unique_ptr<XrcDomains> xrc_ = std::make_unique<XrcDomains>(*this);
   std::mutex qpn_mu_;

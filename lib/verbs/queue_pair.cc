@@ -98,7 +98,7 @@ int QueuePair::open_shared_target(Xrcd& xrcd, std::uint32_t qpn, bool attach,
   return 0;
 }
 
-void QueuePair::attach_held() { dev_.engine().attach_held(*qp_); }
+void QueuePair::attach_held() { dev_.engine_of(qp_->qpn()).attach_held(*qp_); }
 
 int QueuePair::map_shared_target(std::uint32_t qpn, bool create, transport::QpInit& init) {
   std::uint32_t domain = xrcd_->host_domain();
@@ -133,7 +133,8 @@ int QueuePair::start(const QpCaps& caps, transport::QpInit init, std::uint32_t q
   granted.max_recv_sge = own_rq ? std::max(caps.max_recv_sge, 1u) : 0;
 
   init.type = caps.type;
-  init.qpn = owns_qpn_ ? dev_.alloc_qpn() : qpn;
+  // A UD QP is lcore 0's, with multicast and QP 1 (engine/handoff.h).
+  init.qpn = owns_qpn_ ? dev_.alloc_qpn(caps.type == QpType::kUd) : qpn;
   if (init.qpn == 0) return EIO;  // a shared device whose daemon is gone
   if (caps.type == QpType::kXrcTgt && xrcd_->host_domain() != 0) {
     if (const int rc = map_shared_target(init.qpn, owns_qpn_, init); rc != 0) {
@@ -157,7 +158,7 @@ int QueuePair::start(const QpCaps& caps, transport::QpInit init, std::uint32_t q
   init.events = ctx_.event_sink();
   init.port_mtu = dev_.port_attr().active_mtu;
   init.selective_repeat = dev_.config().selective_repeat;
-  cc_ = dev_.make_congestion(&qp_raw_);
+  cc_ = dev_.make_congestion(&qp_raw_, init.qpn);
   if (cc_ && caps.type != QpType::kUd) {
     // UD datagrams go to many peers: no per-QP rate for them.
     init.gate = cc_.get();
@@ -166,7 +167,7 @@ int QueuePair::start(const QpCaps& caps, transport::QpInit init, std::uint32_t q
   qp_ = std::make_unique<transport::Qp>(init);
   qp_raw_ = qp_.get();
   ctx_.enter(*qp_, *this);
-  if (attach) dev_.engine().attach(*qp_);
+  if (attach) dev_.engine_of(init.qpn).attach(*qp_);
   return 0;
 }
 
@@ -197,7 +198,7 @@ QueuePair::~QueuePair() {
     // No event names it from now on, and once it is detached no packet
     // reaches it.
     ctx_.leave(*qp_);
-    dev_.engine().detach(*qp_);
+    dev_.engine_of(qp_->qpn()).detach(*qp_);
     if (memory_) memory_->release();
     dev_.retire_qp_counters(qp_->counters());
     if (owns_qpn_) dev_.free_qpn(qp_->qpn());
@@ -223,7 +224,8 @@ int QueuePair::modify(const QpModify& m, unsigned mask) {
   if (type() == transport::QpType::kXrcTgt)
     mask &= ~(am::kMaxQpRdAtomic | am::kRetryCnt | am::kRnrRetry);
   // (A shared XRC target's state may be another program's doing.)
-  if (mask & am::kCurState) dev_.engine().locked([&] { qp_->sync_shared(); });
+  engine::Engine& engine = dev_.engine_of(qp_->qpn());
+  if (mask & am::kCurState) engine.locked([&] { qp_->sync_shared(); });
   if ((mask & am::kCurState) && m.cur_state != qp_->state()) return EINVAL;
   if ((mask & am::kPort) && m.port_num != 1) return EINVAL;
   if ((mask & am::kPkeyIndex) && m.pkey_index != 0) return EINVAL;
@@ -239,7 +241,7 @@ int QueuePair::modify(const QpModify& m, unsigned mask) {
         (mask & am::kDestQpn) ? attr.dest_qp_num : qp_->attr().dest_qp_num;
     if (int rc = dev.resolve(m.av, qp_->qpn(), dst_qpn, &attr.route); rc != 0) return rc;
   }
-  if (int rc = dev.engine().locked([&] { return qp_->modify(attr, mask, engine::now_ns()); });
+  if (int rc = engine.locked([&] { return qp_->modify(attr, mask, engine::now_ns()); });
       rc != 0)
     return rc;
   if ((mask & am::kState) && attr.qp_state == transport::QpState::kReset) {
@@ -252,7 +254,7 @@ int QueuePair::modify(const QpModify& m, unsigned mask) {
 }
 
 void QueuePair::query(transport::QpAttr* attr, transport::QpState* state) {
-  dev_.engine().locked([&] {
+  dev_.engine_of(qp_->qpn()).locked([&] {
     qp_->sync_shared();  // what another program's modify changed
     *attr = qp_->attr();
     *state = qp_->state();
@@ -280,11 +282,12 @@ int QueuePair::post_send(const transport::SendWr& wr) {
 }
 
 void QueuePair::doorbell() {
+  engine::PollThread& progress = dev_.progress_of(qp_->qpn());
   if (qp_->sq_outstanding() > kDeepQueue) {
-    dev_.progress().note_post();
+    progress.note_post();
     return;
   }
-  dev_.progress().send_now();
+  progress.send_now();
 }
 
 int QueuePair::post_recv(const transport::RecvWr& wr) {

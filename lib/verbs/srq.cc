@@ -20,6 +20,8 @@ int Srq::create(Pd& pd, std::uint32_t max_wr, std::uint32_t max_sge, std::uint32
   if (max_wr == 0 || max_wr > a.max_qp_wr || max_sge == 0 || max_sge > a.max_sge || limit > max_wr)
     return EINVAL;
   std::unique_ptr<Srq> s(new Srq(pd, max_wr, max_sge));
+  // Its QPs may be of any of the device's lcores.
+  if (pd.device().lcores() > 1) s->set_many_consumers();
   s->set_events(pd.context().event_sink());
   s->arm_limit(limit);
   pd.users().acquire();

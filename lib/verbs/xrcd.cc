@@ -58,7 +58,7 @@ std::shared_ptr<QueuePair> Xrcd::open_target(std::uint32_t qpn) {
   std::shared_ptr<QueuePair> q;
   if (QueuePair::open_shared_target(*this, qpn, false, &q) != 0) return nullptr;
   std::shared_ptr<QueuePair> other;
-  device().engine().locked([&] {
+  device().engine_of(qpn).locked([&] {
     std::lock_guard lock(targets_mu_);
     std::weak_ptr<QueuePair>& slot = targets_[qpn];
     if (auto existing = slot.lock()) {
@@ -173,11 +173,11 @@ void XrcDomains::drop_adopted() {
 }
 
 void XrcDomains::add_srq(std::uint32_t srqn, Srq& srq) {
-  dev_.engine().locked([&] { srqs_[srqn] = &srq; });
+  dev_.hold_all([&] { srqs_[srqn] = &srq; });
 }
 
 void XrcDomains::remove_srq(std::uint32_t srqn) {
-  dev_.engine().locked([&] { srqs_.erase(srqn); });
+  dev_.hold_all([&] { srqs_.erase(srqn); });
 }
 
 Srq* XrcDomains::find_srq(std::uint32_t srqn) const {
