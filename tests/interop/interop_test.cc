@@ -18,6 +18,7 @@
 #include "support/child.h"
 #include "support/icrc_check.h"
 #include "support/pcap.h"
+#include "support/stats_lines.h"
 #include "support/testbed_pair.h"
 #include "support/tshark.h"
 #include "wire/roce_parser.h"
@@ -40,7 +41,8 @@ struct Pair {
 class Interop : public ::testing::Test {
  protected:
   Interop() : Interop(1500) {}
-  explicit Interop(unsigned link_mtu) : bed_({.tag = "ui", .link_mtu = link_mtu}) {}
+  explicit Interop(unsigned link_mtu) : Interop({.tag = "ui", .link_mtu = link_mtu}) {}
+  explicit Interop(const test::TestbedOptions& options) : bed_(options) {}
   void SetUp() override { ASSERT_TRUE(bed_.up()) << "cannot build the testbed"; }
   void TearDown() override { bed_.down(); }
 
@@ -48,7 +50,7 @@ class Interop : public ::testing::Test {
   // The program under uroce-run on `host`, with uroce's addresses there
   // (GID 1 IPv4, GID 2 IPv6).
   std::string over_uroce(char host, const std::string& program) const {
-    return bed_.over_uroce(host, program);
+    return bed_.over_uroce(host, program, env_);
   }
 
   // Runs the pair, captures the RDMA link at both ends, checks the frames.
@@ -130,6 +132,7 @@ class Interop : public ::testing::Test {
   }
 
   test::TestbedPair bed_;
+  std::string env_;  ///< variables for the programs under uroce (UROCE_...)
 };
 
 // The RDMA link with 9000-byte frames: uroce finds the link's MTU and
@@ -223,6 +226,39 @@ TEST_F(InteropJumbo, IbWriteBwUsesPathMtu4096) {
 TEST_F(InteropJumbo, IbReadBw) { run(perftest("ib_read_bw", "-n 200", kBwLine)); }
 TEST_F(InteropJumbo, IbSendBwUd) {
   run(perftest("ib_send_bw", "-c UD -n 200", R"(Mtu\s*:\s*4096\[B\])"));
+}
+
+// Each host's device on two lcores (DeviceConfig::lcores): net_af_packet
+// with a socket per lcore in one fanout group, the kernel spreading the
+// flows over them by hash, the QPs spread over the lcores by QPN. Sixteen
+// QPs, so that each lcore of each host has some (all on one lcore: one
+// chance in 2^15).
+class InteropLcores : public Interop {
+ protected:
+  InteropLcores() : Interop(test::TestbedOptions{.tag = "uil", .stats_file = true}) {
+    env_ = "UROCE_DEVICE0_LCORES=2";
+  }
+  // Each host's counters: both lcores received RoCE, and the sum is the
+  // device's.
+  void expect_both_lcores_worked() {
+    for (char host : {'a', 'b'}) {
+      const auto c = test::stats_lines(test::slurp(bed_.stats_path(host)), "uroce0");
+      EXPECT_GT(c.count("lcore:0.rx_roce") ? c.at("lcore:0.rx_roce") : 0, 0u) << host;
+      EXPECT_GT(c.count("lcore:1.rx_roce") ? c.at("lcore:1.rx_roce") : 0, 0u) << host;
+      EXPECT_EQ(c.at("engine.rx_roce"), c.at("lcore:0.rx_roce") + c.at("lcore:1.rx_roce"));
+      EXPECT_EQ(c.at("engine.rx_handed_off"), c.at("engine.rx_handed_in")) << host;
+      EXPECT_EQ(c.at("engine.rx_unknown_qpn"), 0u) << host;
+    }
+  }
+};
+
+TEST_F(InteropLcores, IbWriteBwSixteenQps) {
+  run(perftest("ib_write_bw", "-q 16 -n 200", kBwLine));
+  expect_both_lcores_worked();
+}
+TEST_F(InteropLcores, IbSendBwSixteenQps) {
+  run(perftest("ib_send_bw", "-q 16 -n 200", kBwLine));
+  expect_both_lcores_worked();
 }
 
 // RoCEv2 over IPv6: the GID of uroce's IPv6 address (index 2), peers
