@@ -14,6 +14,17 @@ Handoff::Handoff(std::uint16_t lcores)
       boxes_(std::make_unique<Box[]>(lcores_)),
       staged_(std::make_unique<Staged[]>(lcores_)) {}
 
+Handoff::~Handoff() {
+  const auto free_copies = [](const std::vector<HandedFrame>& frames) {
+    for (const HandedFrame& h : frames)
+      if (h.copy) delete static_cast<std::vector<std::uint8_t>*>(h.frame.handle);
+  };
+  for (std::uint16_t i = 0; i < lcores_; ++i) {
+    free_copies(boxes_[i].in);
+    for (const auto& to : staged_[i].to) free_copies(to);
+  }
+}
+
 std::uint16_t Handoff::lcore_of(wire::ConstBytes frame, const wire::FrameClass& c) const {
   if (!c.ip() || c.l4_proto != wire::ip_proto::kUdp) return 0;
   // The UDP header, then the BTH: its destination QP is bytes 5 to 7.
@@ -38,30 +49,26 @@ bool Handoff::reserve(std::uint16_t to) {
 bool Handoff::pass(std::uint16_t from, std::uint16_t to, const port::RxFrame& f,
                    const wire::FrameClass& c) {
   if (!reserve(to)) return false;
-  HandedFrame h;
-  h.frame = f;
-  h.cls = c;
-  h.from = from;
-  staged_[from].to[to].push_back(std::move(h));
+  staged_[from].to[to].push_back({f, c, from, false});
   return true;
 }
 
 bool Handoff::pass_copy(std::uint16_t from, std::uint16_t to, wire::ConstBytes frame,
                         const wire::FrameClass& c) {
   if (!reserve(to)) return false;
-  HandedFrame h;
-  h.cls = c;
-  h.from = from;
-  h.copy.assign(frame.begin(), frame.end());
-  h.frame.data = wire::ConstBytes(h.copy.data(), h.copy.size());
-  staged_[from].to[to].push_back(std::move(h));
+  auto* bytes = new std::vector<std::uint8_t>(frame.begin(), frame.end());
+  const port::RxFrame f{wire::ConstBytes(bytes->data(), bytes->size()), bytes};
+  staged_[from].to[to].push_back({f, c, from, true});
   return true;
 }
 
 void Handoff::give_back(std::uint16_t lcore, std::vector<HandedFrame>& frames) {
   Staged& s = staged_[lcore];
   for (const HandedFrame& h : frames) {
-    if (h.copy.empty()) s.back[h.from].push_back(h.frame);
+    if (h.copy)
+      delete static_cast<std::vector<std::uint8_t>*>(h.frame.handle);
+    else
+      s.back[h.from].push_back(h.frame);
   }
   boxes_[lcore].held.fetch_sub(static_cast<std::uint32_t>(frames.size()),
                                std::memory_order_relaxed);
@@ -75,9 +82,7 @@ void Handoff::flush(std::uint16_t from) {
       Box& b = boxes_[to];
       {
         std::lock_guard lock(b.mu);
-        // A copy's bytes move with it (a vector's move keeps its buffer),
-        // and its view with them.
-        for (HandedFrame& h : s.to[to]) b.in.push_back(std::move(h));
+        b.in.insert(b.in.end(), s.to[to].begin(), s.to[to].end());
         b.has_in.store(true, std::memory_order_release);
       }
       s.to[to].clear();
@@ -98,7 +103,7 @@ void Handoff::take(std::uint16_t lcore, std::vector<HandedFrame>& out) {
   Box& b = boxes_[lcore];
   if (!b.has_in.load(std::memory_order_acquire)) return;
   std::lock_guard lock(b.mu);
-  for (HandedFrame& h : b.in) out.push_back(std::move(h));
+  out.insert(out.end(), b.in.begin(), b.in.end());
   b.in.clear();
   b.has_in.store(false, std::memory_order_relaxed);
 }

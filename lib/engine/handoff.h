@@ -10,17 +10,20 @@
 // whose port queue it came from once it was received there (the port's
 // buffers go back by the thread that took them). What is not RoCE (ARP,
 // neighbour discovery, ping, PAUSE) goes to lcore 0, which runs the host
-// stack. Boxes are taken under a lock once per burst, not per frame.
+// stack. Boxes are taken under a lock once per burst, not per frame, a
+// spin lock: it is held for a vector's append, and a mutex's lock and
+// unlock cost more than the rest of a small burst's handing over.
 
 #include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
+#include <type_traits>
 #include <vector>
 
 #include "port/params.h"
 #include "port/port.h"
+#include "transport/spin_lock.h"
 #include "wire/bytes.h"
 #include "wire/classify.h"
 
@@ -29,19 +32,25 @@ namespace uroce::engine {
 /// Lcores one device may run its engine on.
 inline constexpr std::uint16_t kMaxLcores = 16;
 
-/// A frame handed from one lcore to another.
+/// A frame handed from one lcore to another: plain data, copied as such
+/// through the boxes.
 struct HandedFrame {
-  port::RxFrame frame;     ///< the port's buffer, or `copy`'s bytes
+  /// The port's buffer; for a copy, its bytes, and as handle the
+  /// std::vector that holds them (the receiver deletes it).
+  port::RxFrame frame;
   wire::FrameClass cls;    ///< its classification, done once by the lcore that received it
   std::uint16_t from = 0;  ///< the lcore whose port queue it came from
-  /// A frame that was not a port buffer (one the device sent itself):
-  /// the handed frame's own bytes, nothing to give back.
-  std::vector<std::uint8_t> copy;
+  /// Not a port's buffer (a frame the device sent itself): nothing to
+  /// give back.
+  bool copy = false;
 };
+static_assert(std::is_trivially_copyable_v<HandedFrame>);
 
 class Handoff {
  public:
   explicit Handoff(std::uint16_t lcores);
+  /// Frees the copies nobody took (the port's buffers go with the port).
+  ~Handoff();
   Handoff(const Handoff&) = delete;
   Handoff& operator=(const Handoff&) = delete;
 
@@ -82,7 +91,7 @@ class Handoff {
   static constexpr std::uint32_t kMulticastQpn = 0xFFFFFF;
   // One lcore's mailbox, written by the others under its lock.
   struct alignas(64) Box {
-    std::mutex mu;
+    transport::SpinLock mu;
     std::vector<HandedFrame> in;      ///< frames handed to this lcore
     std::vector<port::RxFrame> back;  ///< this lcore's frames, given back
     std::atomic<bool> has_in{false};  ///< in is not empty: most turns find it so
