@@ -9,7 +9,13 @@
 // which counts the instructions of the transfer alone (the client requests
 // below), and takes the payload copy and the CRC apart.
 //
-//   datapath_cost [--size BYTES] [--count WRITES] [--step-ns NS]
+//   datapath_cost [--size BYTES] [--count WRITES] [--step-ns NS] [--lcores 2]
+//
+// --lcores 2 runs each host's engine on two lcores (engine/handoff.h),
+// still polled from one thread, with the sender's QP on lcore 0 and the
+// receiver's on lcore 1: every frame arrives on the queue of the lcore
+// that does not own its QP and is handed over, what spreading the QPs
+// over lcores costs at worst.
 //
 // --step-ns runs the engines on virtual time, NS per iteration of the
 // loop, instead of the clock: under callgrind, which runs a program about
@@ -45,33 +51,16 @@ namespace {
 constexpr int kInFlight = 64;  // WRITEs posted and not yet completed
 constexpr int kSignalEvery = 16;
 
-}  // namespace
+std::uint64_t counter(const Host& h, EngineCounter c) { return h.engine.counters().get(c); }
+std::uint64_t counter(const TwoLcoreHost& h, EngineCounter c) {
+  return h.engine0.counters().get(c) + h.engine1.counters().get(c);
+}
 
-int main(int argc, char** argv) {
-  std::size_t size = 64;
-  long count = 200000;
-  Nanos step = 0;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i];
-    if (a == "--size") {
-      size = std::strtoul(argv[i + 1], nullptr, 10);
-    } else if (a == "--count") {
-      count = std::strtol(argv[i + 1], nullptr, 10);
-    } else if (a == "--step-ns") {
-      step = std::strtoull(argv[i + 1], nullptr, 10);
-    } else {
-      std::fprintf(stderr, "usage: datapath_cost [--size BYTES] [--count WRITES] [--step-ns NS]\n");
-      return 2;
-    }
-  }
-  if (size == 0 || count < kSignalEvery) {
-    std::fprintf(stderr, "datapath_cost: --size above 0, --count at least %d\n", kSignalEvery);
-    return 2;
-  }
-  count -= count % kSignalEvery;
-
-  Host a(kMacA, kIpA), b(kMacB, kIpB);
+template <typename H>
+int transfer(std::size_t size, long count, Nanos step) {
+  H a(kMacA, kIpA), b(kMacB, kIpB);
   test::PipePort::join(a.port, b.port);
+  // QPN 0x4242 is lcore 0's, 0x7373 lcore 1's (on two lcores).
   connect(a, b, 0x4242, 0x7373);
   if (::testing::Test::HasFatalFailure() || a.qp->state() != QpState::kRts) {
     std::fprintf(stderr, "datapath_cost: the QPs did not connect\n");
@@ -105,8 +94,8 @@ int main(int argc, char** argv) {
     }
     ++iterations;
     const Nanos now = step != 0 ? (virtual_now += step) : now_ns();
-    a.engine.poll(now);
-    b.engine.poll(now);
+    a.poll(now);
+    b.poll(now);
     const std::size_t n = a.scq.poll(wc, 16);
     for (std::size_t i = 0; i < n; ++i) {
       if (wc[i].status != transport::WcStatus::kSuccess) {
@@ -123,8 +112,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "datapath_cost: the bytes did not arrive intact\n");
     return 1;
   }
-  const std::uint64_t data = a.engine.counters().get(EngineCounter::kTxFrames);
-  const std::uint64_t acks = b.engine.counters().get(EngineCounter::kTxFrames);
+  const std::uint64_t data = counter(a, EngineCounter::kTxFrames);
+  const std::uint64_t acks = counter(b, EngineCounter::kTxFrames);
   std::printf("result instrumented %d\n", kInstrumented);
   std::printf("result size %zu\n", size);
   std::printf("result writes %ld\n", count);
@@ -133,5 +122,42 @@ int main(int argc, char** argv) {
   std::printf("result seconds %.6f\n", secs);
   std::printf("result mpps %.3f\n", static_cast<double>(data) / secs / 1e6);
   std::printf("result ns_per_iteration %.0f\n", secs * 1e9 / static_cast<double>(iterations));
+  std::printf("result handed_off %llu\n",
+              static_cast<unsigned long long>(counter(a, EngineCounter::kRxHandedOff) +
+                                              counter(b, EngineCounter::kRxHandedOff)));
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::size_t size = 64;
+  long count = 200000;
+  Nanos step = 0;
+  int lcores = 1;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--size") {
+      size = std::strtoul(argv[i + 1], nullptr, 10);
+    } else if (a == "--count") {
+      count = std::strtol(argv[i + 1], nullptr, 10);
+    } else if (a == "--step-ns") {
+      step = std::strtoull(argv[i + 1], nullptr, 10);
+    } else if (a == "--lcores") {
+      lcores = std::atoi(argv[i + 1]);
+    } else {
+      std::fprintf(stderr,
+                   "usage: datapath_cost [--size BYTES] [--count WRITES] [--step-ns NS] "
+                   "[--lcores 1|2]\n");
+      return 2;
+    }
+  }
+  if (size == 0 || count < kSignalEvery || (lcores != 1 && lcores != 2)) {
+    std::fprintf(stderr, "datapath_cost: --size above 0, --count at least %d, --lcores 1 or 2\n",
+                 kSignalEvery);
+    return 2;
+  }
+  count -= count % kSignalEvery;
+  return lcores == 1 ? transfer<Host>(size, count, step)
+                     : transfer<TwoLcoreHost>(size, count, step);
 }

@@ -30,6 +30,22 @@ inline const wire::IpAddr kIpB = *wire::IpAddr::parse("10.9.0.2");
 inline constexpr unsigned kAll = transport::access::kLocalWrite | transport::access::kRemoteWrite |
                                  transport::access::kRemoteRead | transport::access::kRemoteAtomic;
 
+// What a host's QPs are made with: the engine tests' sizes and its CQs
+// and memory.
+inline transport::QpInit qp_init(std::uint32_t qpn, transport::Cq& scq, transport::Cq& rcq,
+                                 test::SimMemory& memory) {
+  transport::QpInit init;
+  init.qpn = qpn;
+  init.max_send_wr = 256;
+  init.max_recv_wr = 256;
+  init.max_send_sge = 2;
+  init.max_recv_sge = 2;
+  init.send_cq = &scq;
+  init.recv_cq = &rcq;
+  init.memory = &memory;
+  return init;
+}
+
 struct Host {
   test::PipePort& port;                     ///< the wire's side: inject, sent
   std::unique_ptr<port::Port> engine_port;  ///< what the engine polls
@@ -59,26 +75,57 @@ struct Host {
   }
 
   Qp& make_qp(std::uint32_t qpn) {
-    transport::QpInit init;
-    init.qpn = qpn;
-    init.max_send_wr = 256;
-    init.max_recv_wr = 256;
-    init.max_send_sge = 2;
-    init.max_recv_sge = 2;
-    init.send_cq = &scq;
-    init.recv_cq = &rcq;
-    init.memory = &memory;
-    qps.push_back(std::make_unique<Qp>(init));
+    qps.push_back(std::make_unique<Qp>(qp_init(qpn, scq, rcq, memory)));
     qp = qps.back().get();
     engine.attach(*qp);
     return *qp;
   }
+  void poll(Nanos now) { engine.poll(now); }
 
  private:
   Host(std::unique_ptr<test::PipePort> pipe, EngineConfig cfg, const port::FaultConfig& fault)
       : port(*pipe),
         engine_port(port::with_faults(std::move(pipe), fault)),
         engine(*engine_port, std::move(cfg)) {}
+};
+
+// A host whose engine runs on two lcores (engine/handoff.h): a pipe of two
+// queues, an engine on each, each QP on the lcore its QPN falls to. Its
+// queues join the peer's of the same number, as net_memif's do.
+struct TwoLcoreHost {
+  test::PipePort port;
+  Handoff handoff{2};
+  std::unique_ptr<port::Port> queue1;
+  Engine engine0, engine1;
+  test::SimMemory memory;
+  transport::Cq scq{4096};
+  transport::Cq rcq{4096};
+  std::vector<std::unique_ptr<Qp>> qps;
+  Qp* qp = nullptr;  ///< the QP made last
+
+  TwoLcoreHost(wire::MacAddr mac, wire::IpAddr ip)
+      : port(mac, 10000, 2),
+        queue1(port.open_queue(1)),
+        engine0(port, config(ip, 0)),
+        engine1(*queue1, config(ip, 1)) {}
+  EngineConfig config(const wire::IpAddr& ip, std::uint16_t lcore) {
+    EngineConfig c;
+    c.addresses = {ip};
+    c.handoff = &handoff;
+    c.lcore = lcore;
+    return c;
+  }
+  Engine& engine_of(std::uint32_t qpn) { return handoff.owner(qpn) == 0 ? engine0 : engine1; }
+  Qp& make_qp(std::uint32_t qpn) {
+    qps.push_back(std::make_unique<Qp>(qp_init(qpn, scq, rcq, memory)));
+    qp = qps.back().get();
+    engine_of(qpn).attach(*qp);
+    return *qp;
+  }
+  void poll(Nanos now) {
+    engine0.poll(now);
+    engine1.poll(now);
+  }
 };
 
 // Polls both engines from one thread until `done` or a wall-clock limit.
@@ -129,8 +176,9 @@ class SimClock {
 
 // Connects a QP of `a` to one of `b`, RC, path MTU 1024. `dscp` sets their
 // priority (DSCP 26: priority 3); `timeout` is the IBA local ACK timeout.
-inline void connect(Host& a, Host& b, std::uint32_t qa, std::uint32_t qb, std::uint8_t dscp = 0,
-                    std::uint8_t timeout = 10) {
+template <typename H>
+void connect(H& a, H& b, std::uint32_t qa, std::uint32_t qb, std::uint8_t dscp = 0,
+             std::uint8_t timeout = 10) {
   using namespace transport::attr_mask;
   Qp& x = a.make_qp(qa);
   Qp& y = b.make_qp(qb);
