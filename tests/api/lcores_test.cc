@@ -277,6 +277,42 @@ TEST_F(Lcores, LossIsRecoveredWhicheverLcoreTheFrameCameIn) {
   EXPECT_GT(counter(cs, "fault_dropped"), 0u) << "the test lost nothing";
 }
 
+TEST_F(Lcores, QpsOfOneDeviceOnBothLcoresTalkToEachOther) {
+  // Frames to the device itself never reach the port: each is received
+  // again, on the sender's lcore, and handed as a copy to the other.
+  std::unique_ptr<QueuePair> on[kLcores];  // a new QP of each lcore
+  for (int tries = 0; tries < 100 && !(on[0] && on[1]); ++tries) {
+    auto qp = a_.pd->create_qp({.send_cq = a_.cq.get(), .recv_cq = a_.cq.get()});
+    ASSERT_TRUE(qp);
+    if (!on[qp->qpn() % kLcores]) on[qp->qpn() % kLcores] = std::move(qp);
+  }
+  ASSERT_TRUE(on[0] && on[1]);
+  QueuePair& x = *on[0];
+  QueuePair& y = *on[1];
+  const Gid self = a_.dev->port().gids.at(1);
+  ASSERT_EQ(x.connect({self, y.qpn(), y.psn()}), 0);
+  ASSERT_EQ(y.connect({self, x.qpn(), x.psn()}), 0);
+  for (std::size_t k = 0; k < kSlot; ++k) a_.buf[k] = static_cast<std::uint8_t>(k * 13 + 1);
+  Sge src{a_.addr(0), kSlot, a_.mr->lkey()};
+  ASSERT_EQ(x.post_send({.wr_id = 1,
+                         .opcode = Opcode::kRdmaWrite,
+                         .sges = {&src, 1},
+                         .remote_addr = a_.addr(kSlot),
+                         .rkey = a_.mr->rkey()}),
+            0);
+  Sge rbuf{a_.addr(2 * kSlot), 4096, a_.mr->lkey()};
+  ASSERT_EQ(x.post_recv({.wr_id = 2, .sges = {&rbuf, 1}}), 0);
+  Sge msg{a_.addr(0), 4096, a_.mr->lkey()};
+  ASSERT_EQ(y.post_send({.wr_id = 3, .sges = {&msg, 1}}), 0);
+  wait_all(a_, 3);
+  a_.dev->poll();
+  EXPECT_EQ(std::memcmp(a_.buf.data(), a_.buf.data() + kSlot, kSlot), 0);
+  EXPECT_EQ(std::memcmp(a_.buf.data(), a_.buf.data() + 2 * kSlot, 4096), 0);
+  const auto cs = a_.dev->counters();
+  EXPECT_GT(counter(cs, "rx_handed_off"), 64u) << "both ways, each frame once";
+  EXPECT_GT(counter(cs, "rx_loopback"), 64u);
+}
+
 TEST_F(Lcores, UdQpsAreLcoreZeros) {
   // UD QPs stay with QP 1 and multicast, on lcore 0 (engine/handoff.h).
   for (int i = 0; i < 8; ++i) {
