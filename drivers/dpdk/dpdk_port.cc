@@ -161,6 +161,10 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
 
   p->af_xdp_ = is_af_xdp(device);
   std::uint16_t rxd = opts.rx_desc, txd = opts.tx_desc;
+  // Each queue's rings and users (an lcore each, with its poll thread's
+  // mempool cache) as much as one's.
+  const std::uint16_t nq = std::max<std::uint16_t>(opts.queues, 1);
+  const unsigned in_caches = kMbufsInCaches + (nq - 1u) * kMbufCacheHold;
   const std::string pool_name = "uroce_pool" + std::to_string(id);
   if (p->af_xdp_) {
     // The XDP program passes ARP and ND to the kernel, which answers for
@@ -180,7 +184,7 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
       p->mtu_ = kAfXdpMaxFrame - kL2Overhead;
     }
     rxd = txd = kAfXdpDesc;
-    const unsigned n = std::max(kAfXdpMbufs, 2u * kAfXdpDesc + port::kPoolSpare) + kMbufsInCaches;
+    const unsigned n = nq * std::max(kAfXdpMbufs, 2u * kAfXdpDesc + port::kPoolSpare) + in_caches;
     p->pool_ = af_xdp_pool(pool_name, n, static_cast<int>(rte_eth_dev_socket_id(id)), error);
     if (!p->pool_) {
       *error = "cannot create the af_xdp mbuf pool: " + *error;
@@ -214,9 +218,7 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
     }
     // Beyond its rings, the pool has a buffer for every frame its users
     // may hold (port/params.h) and what the threads' caches may hold.
-    // Each queue's rings and users (an lcore each) as much.
-    const unsigned n =
-        opts.queues * (opts.rx_desc + opts.tx_desc + port::kPoolSpare) + kMbufsInCaches;
+    const unsigned n = nq * (opts.rx_desc + opts.tx_desc + port::kPoolSpare) + in_caches;
     p->pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), n, kMbufCache, 0,
                                        static_cast<std::uint16_t>(room + RTE_PKTMBUF_HEADROOM),
                                        static_cast<int>(rte_eth_dev_socket_id(id)));
@@ -240,7 +242,6 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const std::string& device, const PortOp
     conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_IPV4_CKSUM;
     p->ipv4_checksum_offload_ = true;
   }
-  const std::uint16_t nq = std::max<std::uint16_t>(opts.queues, 1);
   if (nq > info.max_rx_queues || nq > info.max_tx_queues) {
     *error = "lcores = " + std::to_string(nq) + ": " + device + " has " +
              std::to_string(std::min(info.max_rx_queues, info.max_tx_queues)) +

@@ -41,8 +41,10 @@ bool Handoff::reserve(std::uint16_t to) {
   // Counted as staged, so that what waits in the box and on its way to it
   // is bounded together.
   std::atomic<std::uint32_t>& held = boxes_[to].held;
-  if (held.load(std::memory_order_relaxed) >= kMaxHandedFrames) return false;
-  held.fetch_add(1, std::memory_order_relaxed);
+  std::uint32_t n = held.load(std::memory_order_relaxed);
+  do {
+    if (n >= kMaxHandedFrames) return false;
+  } while (!held.compare_exchange_weak(n, n + 1, std::memory_order_relaxed));
   return true;
 }
 

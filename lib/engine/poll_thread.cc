@@ -37,18 +37,25 @@ void PollThread::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void PollThread::drive() {
+std::uint32_t PollThread::poll_once() {
   const Nanos now = now_ns();
   program_drove_at_.store(now, std::memory_order_relaxed);
   std::uint32_t work = 0;
   engine_.try_poll_completions_first(now, &work);
+  return work;
+}
+
+void PollThread::pace(std::uint32_t work) {
   // A program spinning on an empty CQ of a paced or idle QP would hold a
   // core that the peers sharing the machine need. A round trip's worth of
   // spinning keeps latency; past that, give the core up on every empty
   // look. When no one else is runnable, yield returns at once.
   if (work != 0) {
     t_empty_since = 0;
-  } else if (t_empty_since == 0) {
+    return;
+  }
+  const Nanos now = now_ns();
+  if (t_empty_since == 0) {
     t_empty_since = now;
   } else if (now - t_empty_since > (engine_.port().shared() ? 0 : kSpinBeforeYieldNs)) {
     std::this_thread::yield();

@@ -27,7 +27,14 @@ class PollThread {
   /// Called by a program thread that wants progress now (from poll_cq, a
   /// completion wait): runs one iteration if the engine is free and tells
   /// the poll thread the program is driving.
-  void drive();
+  void drive() { pace(poll_once()); }
+  /// drive() without giving the core up: for a program thread that
+  /// drives the engines of several lcores, then paces once (pace) with
+  /// all their work. Returns the frames received and sent.
+  std::uint32_t poll_once();
+  /// After a program's drive: a round trip's worth of empty looks spins,
+  /// past that each empty look yields the core (`work` 0: nothing moved).
+  void pace(std::uint32_t work);
   /// Called by a program thread that just posted work (the doorbell):
   /// sends it now if the engine is free (Engine::try_send) and tells the
   /// poll thread the program is driving. A program posting a stream of

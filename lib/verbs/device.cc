@@ -133,6 +133,11 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c,
   // Lcores 1 and up each poll a queue of the port (the fault decorator,
   // if any, on each).
   std::vector<std::unique_ptr<port::Port>> queues;
+  if (dc.lcores == 0 || dc.lcores > engine::kMaxLcores) {
+    *error = "lcores: " + std::to_string(dc.lcores) + " is not 1 to " +
+             std::to_string(engine::kMaxLcores);
+    return nullptr;
+  }
   if (dc.lcores > 1) {
     if (port->shared()) {
       *error = "lcores: a device served by uroced runs on the daemon's lcore; set lcores = 1";
@@ -201,9 +206,9 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& dc, const Config& c,
     d->more_.push_back(std::move(l));
   }
   d->dcqcn_ = c.dcqcn;
-  if (c.dcqcn.enabled) {
-    for (std::uint16_t i = 0; i < dc.lcores; ++i)
-      d->np_.push_back(std::make_unique<cc::NotificationPoint>(d->dcqcn_));
+  for (std::uint16_t i = 0; i < dc.lcores; ++i) {
+    if (c.dcqcn.enabled) d->np_.push_back(std::make_unique<cc::NotificationPoint>(d->dcqcn_));
+    d->cc_counters_.push_back(std::make_unique<cc::Counters>());
   }
   d->link_was_up_ = d->port_->link_up();
   Device* self = d.get();
@@ -304,7 +309,7 @@ void Device::follow_addresses() {
     engine_addresses = gid_table_.addresses();
   }
   // Outside gid_mu_: the engine thread reads the GIDs holding the engine.
-  for (std::uint16_t i = 1; i < lcores(); ++i) lcore(i).engine.set_addresses(engine_addresses);
+  for (std::uint16_t i = 1; i < lcores(); ++i) engine_at(i).set_addresses(engine_addresses);
   engine_->set_addresses(std::move(engine_addresses));
   {
     // Under gsi_mu_: a Gsi made meanwhile copied the table, old or new;
@@ -335,20 +340,27 @@ void Device::housekeep() {
 }
 
 void Device::poll() {
-  for (std::uint16_t i = 0; i < lcores(); ++i) lcore(i).engine.poll(engine::now_ns());
+  for (std::uint16_t i = 0; i < lcores(); ++i) engine_at(i).poll(engine::now_ns());
 }
 
 void Device::drive() {
-  poller_->drive();
-  for (MoreLcore& l : more_) l.poller->drive();
+  if (more_.empty()) {
+    poller_->drive();
+    return;
+  }
+  // One pace for them all: an idle device yields once per look, not once
+  // per lcore.
+  std::uint32_t work = poller_->poll_once();
+  for (MoreLcore& l : more_) work += l.poller->poll_once();
+  poller_->pace(work);
 }
 
 void Device::begin_wait() {
-  for (std::uint16_t i = 0; i < lcores(); ++i) lcore(i).poller.begin_wait();
+  for (std::uint16_t i = 0; i < lcores(); ++i) poller_at(i).begin_wait();
 }
 
 void Device::end_wait() {
-  for (std::uint16_t i = 0; i < lcores(); ++i) lcore(i).poller.end_wait();
+  for (std::uint16_t i = 0; i < lcores(); ++i) poller_at(i).end_wait();
 }
 
 void Device::hold_from(std::uint16_t i, const std::function<void()>& fn) {
@@ -356,7 +368,7 @@ void Device::hold_from(std::uint16_t i, const std::function<void()>& fn) {
     fn();
     return;
   }
-  lcore(i).engine.locked([&] { hold_from(static_cast<std::uint16_t>(i + 1), fn); });
+  engine_at(i).locked([&] { hold_from(static_cast<std::uint16_t>(i + 1), fn); });
 }
 
 PortAttr Device::port_attr() const {
@@ -388,7 +400,7 @@ void Device::watch_link() {
     // waits on a QP fails now instead of never.
     log::get().error("{}: the device is lost (its daemon exited)", cfg_.name);
     failed_.store(true, std::memory_order_release);
-    for (std::uint16_t i = 0; i < lcores(); ++i) lcore(i).engine.fail_all(engine::now_ns());
+    for (std::uint16_t i = 0; i < lcores(); ++i) engine_at(i).fail_all(engine::now_ns());
     std::lock_guard lock(link_mu_);
     link_was_up_ = false;
     for (const auto& [handle, fn] : link_listeners_) fn(PortEvent::kDown);
@@ -408,7 +420,7 @@ void Device::for_each_counter(const CounterFn& fn) {
   // queues; each lcore's own below, when there are several.
   std::vector<std::uint64_t> engine_total, drop_total;
   for (std::uint16_t i = 0; i < lcores(); ++i) {
-    const engine::EngineCounters& c = lcore(i).engine.counters();
+    const engine::EngineCounters& c = engine_at(i).counters();
     std::size_t k = 0;
     c.for_each([&](std::string_view, std::uint64_t v) {
       if (k == engine_total.size()) engine_total.push_back(0);
@@ -426,7 +438,7 @@ void Device::for_each_counter(const CounterFn& fn) {
   std::vector<std::pair<std::string, std::uint64_t>> faults;
   for (std::uint16_t i = 0; i < lcores(); ++i) {
     k = 0;
-    port::for_each_fault_counter(lcore(i).port, [&](std::string_view name, std::uint64_t v) {
+    port::for_each_fault_counter(port_at(i), [&](std::string_view name, std::uint64_t v) {
       if (k == faults.size()) faults.emplace_back(name, 0);
       faults[k++].second += v;
     });
@@ -437,7 +449,7 @@ void Device::for_each_counter(const CounterFn& fn) {
   if (lcores() > 1) {
     for (std::uint16_t i = 0; i < lcores(); ++i) {
       const std::string scope = "lcore:" + std::to_string(i);
-      lcore(i).engine.counters().for_each(
+      engine_at(i).counters().for_each(
           [&](std::string_view name, std::uint64_t v) { fn(scope, name, v); });
     }
   }
@@ -452,16 +464,26 @@ void Device::for_each_counter(const CounterFn& fn) {
     total = retired_;
   }
   for (std::uint16_t l = 0; l < lcores(); ++l) {
-    lcore(l).engine.for_each_qp([&](const transport::Qp& qp) {
+    engine_at(l).for_each_qp([&](const transport::Qp& qp) {
       std::size_t i = 0;
       qp.counters().for_each([&](std::string_view, std::uint64_t v) { total[i++] += v; });
     });
   }
   for (std::size_t i = 0; i < total.size(); ++i)
     fn("port", transport::name(static_cast<transport::Counter>(i)), total[i]);
-  cc_counters_.for_each([&](std::string_view name, std::uint64_t v) { fn("port", name, v); });
+  // DCQCN's, summed over the lcores (none on a device that failed to
+  // open).
+  std::vector<std::pair<std::string_view, std::uint64_t>> cc_total;
+  for (const auto& lc : cc_counters_) {
+    k = 0;
+    lc->for_each([&](std::string_view name, std::uint64_t v) {
+      if (k == cc_total.size()) cc_total.emplace_back(name, 0);
+      cc_total[k++].second += v;
+    });
+  }
+  for (const auto& [name, v] : cc_total) fn("port", name, v);
   for (std::uint16_t l = 0; l < lcores(); ++l)
-    lcore(l).engine.for_each_qp([&](const transport::Qp& qp) {
+    engine_at(l).for_each_qp([&](const transport::Qp& qp) {
       char scope[16];
       std::snprintf(scope, sizeof(scope), "qp:%06x", qp.qpn());
       qp.counters().for_each([&](std::string_view name, std::uint64_t v) { fn(scope, name, v); });
@@ -507,17 +529,17 @@ std::unique_ptr<cc::QpCongestion> Device::make_congestion(const transport::Qp* c
   const std::uint8_t cnp_prio = dcqcn_.cnp_802p_prio;
   // The QP's lcore's: its receive, which sends the CNP, runs there.
   engine::Engine* engine = &engine_of(qpn);
-  return std::make_unique<cc::QpCongestion>(dcqcn_, line, dcqcn_.rp_priorities >> prio & 1,
-                                            dcqcn_.np_priorities >> prio & 1, *np_[owner(qpn)],
-                                            cc_counters_, [engine, qp, cnp_dscp, cnp_prio] {
-                                              // Toward the QP's peer, on the CNP's own DSCP and
-                                              // priority.
-                                              wire::RoceRoute r = (*qp)->attr().route;
-                                              r.dscp = cnp_dscp;
-                                              r.pcp = cnp_prio;
-                                              r.ecn = wire::Ecn::kNotEct;
-                                              engine->send_cnp(r, (*qp)->attr().dest_qp_num);
-                                            });
+  return std::make_unique<cc::QpCongestion>(
+      dcqcn_, line, dcqcn_.rp_priorities >> prio & 1, dcqcn_.np_priorities >> prio & 1,
+      *np_[owner(qpn)], *cc_counters_[owner(qpn)], [engine, qp, cnp_dscp, cnp_prio] {
+        // Toward the QP's peer, on the CNP's own DSCP and
+        // priority.
+        wire::RoceRoute r = (*qp)->attr().route;
+        r.dscp = cnp_dscp;
+        r.pcp = cnp_prio;
+        r.ecn = wire::Ecn::kNotEct;
+        engine->send_cnp(r, (*qp)->attr().dest_qp_num);
+      });
 }
 
 void Device::retire_qp_counters(const transport::Counters& c) {

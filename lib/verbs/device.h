@@ -107,9 +107,9 @@ class Device {
   engine::Engine& engine() { return *engine_; }
   /// The engine that owns QP `qpn` (engine/handoff.h): lcore 0's unless
   /// the device runs on several lcores.
-  engine::Engine& engine_of(std::uint32_t qpn) { return lcore(owner(qpn)).engine; }
+  engine::Engine& engine_of(std::uint32_t qpn) { return engine_at(owner(qpn)); }
   /// The poll thread of the lcore that owns QP `qpn`.
-  engine::PollThread& progress_of(std::uint32_t qpn) { return lcore(owner(qpn)).poller; }
+  engine::PollThread& progress_of(std::uint32_t qpn) { return poller_at(owner(qpn)); }
   /// The lcores the device's engine runs on (DeviceConfig::lcores).
   std::uint16_t lcores() const { return static_cast<std::uint16_t>(1 + more_.size()); }
   /// Runs one iteration of every lcore's engine on this thread, waiting
@@ -130,7 +130,6 @@ class Device {
   /// gate and observer go into the QP's QpInit.
   std::unique_ptr<cc::QpCongestion> make_congestion(const transport::Qp* const* qp,
                                                     std::uint32_t qpn);
-  const cc::Counters& cc_counters() const { return cc_counters_; }
   MrTable& mrs() { return mrs_; }
   /// Device memory (ibv_alloc_dm), shared by every context of the device.
   DmPool& dm() { return dm_; }
@@ -231,7 +230,8 @@ class Device {
   DcqcnSettings dcqcn_;
   /// DCQCN's notification point of each lcore, its engine thread only.
   std::vector<std::unique_ptr<cc::NotificationPoint>> np_;
-  cc::Counters cc_counters_;
+  /// DCQCN's counters of each lcore, its QPs' to write (one writer each).
+  std::vector<std::unique_ptr<cc::Counters>> cc_counters_;
   DeviceAttr attr_;
   mutable std::mutex gid_mu_;
   GidTable gid_table_{wire::IpAddr{}, {}, kGidTableLen};
@@ -243,11 +243,6 @@ class Device {
   // A device on several lcores: the frames between their engines, and
   // lcores 1 and up, each with its queue of the port, its engine and its
   // poll thread (lcore 0's are port_, engine_ and poller_).
-  struct Lcore {
-    port::Port& port;
-    engine::Engine& engine;
-    engine::PollThread& poller;
-  };
   struct MoreLcore {
     std::unique_ptr<port::Port> port;
     std::unique_ptr<engine::Engine> engine;
@@ -256,10 +251,10 @@ class Device {
   std::unique_ptr<engine::Handoff> handoff_;
   std::vector<MoreLcore> more_;
   std::uint16_t owner(std::uint32_t qpn) const { return handoff_ ? handoff_->owner(qpn) : 0; }
-  Lcore lcore(std::uint16_t i) {
-    if (i == 0) return {*port_, *engine_, *poller_};
-    const MoreLcore& l = more_[i - 1];
-    return {*l.port, *l.engine, *l.poller};
+  port::Port& port_at(std::uint16_t i) { return i == 0 ? *port_ : *more_[i - 1].port; }
+  engine::Engine& engine_at(std::uint16_t i) { return i == 0 ? *engine_ : *more_[i - 1].engine; }
+  engine::PollThread& poller_at(std::uint16_t i) {
+    return i == 0 ? *poller_ : *more_[i - 1].poller;
   }
   void hold_from(std::uint16_t i, const std::function<void()>& fn);
   MrTable mrs_{[this] { hold_all([] {}); }};
