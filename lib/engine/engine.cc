@@ -37,11 +37,7 @@ Engine::~Engine() {
   for (port::TxFrame& f : backlog_) port_.tx_free(f);
   // The device stops every lcore before it ends any: what they gave back
   // is this queue's to release.
-  if (handoff_ != nullptr) {
-    handoff_->take_returned(lcore_, returned_);
-    if (!returned_.empty())
-      port_.rx_release(returned_.data(), static_cast<std::uint16_t>(returned_.size()));
-  }
+  if (handoff_ != nullptr) release_returned();
 }
 
 void Engine::attach(transport::Qp& qp) {
@@ -216,7 +212,7 @@ void Engine::receive_sharded(port::RxFrame* frames, std::uint16_t n, Nanos now) 
   port_.rx_release(frames, mine);
 }
 
-std::uint32_t Engine::receive_handed(Nanos now) {
+void Engine::release_returned() {
   handoff_->take_returned(lcore_, returned_);
   for (std::size_t done = 0; done < returned_.size();) {
     const auto k = static_cast<std::uint16_t>(std::min<std::size_t>(returned_.size() - done, 4096));
@@ -224,6 +220,10 @@ std::uint32_t Engine::receive_handed(Nanos now) {
     done += k;
   }
   returned_.clear();
+}
+
+std::uint32_t Engine::receive_handed(Nanos now) {
+  release_returned();
   handoff_->take(lcore_, handed_);
   if (handed_.empty()) return 0;
   const auto n = static_cast<std::uint32_t>(handed_.size());

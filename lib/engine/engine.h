@@ -269,6 +269,8 @@ class Engine final : private FramePath, private transport::Doorbell {
   /// What the other lcores handed this one, and this one's port frames
   /// they are done with.
   [[gnu::noinline]] std::uint32_t receive_handed(Nanos now);
+  /// Releases this queue's frames the other lcores gave back.
+  void release_returned();
   /// A frame of IP, classified as `c`.
   using QpTable = std::unordered_map<std::uint32_t, transport::Qp*>;
   void detach_held(QpTable::iterator it);

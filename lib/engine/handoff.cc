@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "engine/params.h"
+#include "wire/ib_headers.h"
 #include "wire/ip.h"
 #include "wire/udp.h"
 
@@ -30,11 +31,10 @@ std::uint16_t Handoff::lcore_of(wire::ConstBytes frame, const wire::FrameClass& 
   // The UDP header, then the BTH: its destination QP is bytes 5 to 7.
   // Only the port and the QPN are read here; the owner checks the rest.
   const std::size_t udp = c.l4_offset();
-  if (frame.size() < udp + 8 + 12) return 0;
+  if (frame.size() < udp + wire::UdpHdr::kSize + wire::kBthSize) return 0;
   const std::uint8_t* p = frame.data() + udp;
-  if ((std::uint16_t{p[2]} << 8 | p[3]) != wire::kRoceV2Port) return 0;
-  const std::uint8_t* bth = p + 8;
-  return owner(std::uint32_t{bth[5]} << 16 | std::uint32_t{bth[6]} << 8 | bth[7]);
+  if (wire::load_be16(p + 2) != wire::kRoceV2Port) return 0;
+  return owner(wire::load_be24(p + wire::UdpHdr::kSize + 5));
 }
 
 bool Handoff::reserve(std::uint16_t to) {

@@ -26,6 +26,7 @@
 #include "transport/spin_lock.h"
 #include "wire/bytes.h"
 #include "wire/classify.h"
+#include "wire/ib_headers.h"
 
 namespace uroce::engine {
 
@@ -60,7 +61,7 @@ class Handoff {
   /// lcores by their low bits' remainder (a QPN is random, so each lcore
   /// gets its share); QP 0, QP 1 and the multicast QPN are lcore 0's.
   std::uint16_t owner(std::uint32_t qpn) const {
-    if (qpn <= 1 || qpn == kMulticastQpn) return 0;
+    if (qpn <= 1 || qpn == wire::kMulticastQpn) return 0;
     return static_cast<std::uint16_t>(qpn % lcores_);
   }
   /// The lcore a received frame is for: a RoCEv2 frame's destination
@@ -88,7 +89,6 @@ class Handoff {
   void take_returned(std::uint16_t lcore, std::vector<port::RxFrame>& out);
 
  private:
-  static constexpr std::uint32_t kMulticastQpn = 0xFFFFFF;
   // One lcore's mailbox, written by the others under its lock.
   struct alignas(64) Box {
     transport::SpinLock mu;

@@ -415,37 +415,41 @@ void Device::watch_link() {
   for (const auto& [handle, fn] : link_listeners_) fn(up ? PortEvent::kActive : PortEvent::kDown);
 }
 
+namespace {
+
+// The counters of `n` sets summed name by name: each(i, add) reports set
+// i's, add(name, value), every set the same names in the same order (an
+// lcore's engine, fault decorator, DCQCN).
+template <typename Each>
+std::vector<std::pair<std::string, std::uint64_t>> summed(std::size_t n, Each&& each) {
+  std::vector<std::pair<std::string, std::uint64_t>> total;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::size_t k = 0;
+    each(i, [&](std::string_view name, std::uint64_t v) {
+      if (k == total.size()) total.emplace_back(name, 0);
+      total[k++].second += v;
+    });
+  }
+  return total;
+}
+
+}  // namespace
+
 void Device::for_each_counter(const CounterFn& fn) {
   // The engine's counters summed over its lcores, as a NIC's are over its
   // queues; each lcore's own below, when there are several.
-  std::vector<std::uint64_t> engine_total, drop_total;
-  for (std::uint16_t i = 0; i < lcores(); ++i) {
-    const engine::EngineCounters& c = engine_at(i).counters();
-    std::size_t k = 0;
-    c.for_each([&](std::string_view, std::uint64_t v) {
-      if (k == engine_total.size()) engine_total.push_back(0);
-      engine_total[k++] += v;
-    });
-    k = 0;
-    c.for_each_drop([&](std::string_view, std::uint64_t v) {
-      if (k == drop_total.size()) drop_total.push_back(0);
-      drop_total[k++] += v;
-    });
-  }
-  const engine::EngineCounters& c = engine_->counters();
-  std::size_t k = 0;
-  c.for_each([&](std::string_view name, std::uint64_t) { fn("engine", name, engine_total[k++]); });
-  std::vector<std::pair<std::string, std::uint64_t>> faults;
-  for (std::uint16_t i = 0; i < lcores(); ++i) {
-    k = 0;
-    port::for_each_fault_counter(port_at(i), [&](std::string_view name, std::uint64_t v) {
-      if (k == faults.size()) faults.emplace_back(name, 0);
-      faults[k++].second += v;
-    });
-  }
+  const auto engine_total = summed(lcores(), [&](std::size_t i, const auto& add) {
+    engine_at(static_cast<std::uint16_t>(i)).counters().for_each(add);
+  });
+  for (const auto& [name, v] : engine_total) fn("engine", name, v);
+  const auto faults = summed(lcores(), [&](std::size_t i, const auto& add) {
+    port::for_each_fault_counter(port_at(static_cast<std::uint16_t>(i)), add);
+  });
   for (const auto& [name, v] : faults) fn("engine", name, v);
-  k = 0;
-  c.for_each_drop([&](std::string_view name, std::uint64_t) { fn("drop", name, drop_total[k++]); });
+  const auto drops = summed(lcores(), [&](std::size_t i, const auto& add) {
+    engine_at(static_cast<std::uint16_t>(i)).counters().for_each_drop(add);
+  });
+  for (const auto& [name, v] : drops) fn("drop", name, v);
   if (lcores() > 1) {
     for (std::uint16_t i = 0; i < lcores(); ++i) {
       const std::string scope = "lcore:" + std::to_string(i);
@@ -473,14 +477,8 @@ void Device::for_each_counter(const CounterFn& fn) {
     fn("port", transport::name(static_cast<transport::Counter>(i)), total[i]);
   // DCQCN's, summed over the lcores (none on a device that failed to
   // open).
-  std::vector<std::pair<std::string_view, std::uint64_t>> cc_total;
-  for (const auto& lc : cc_counters_) {
-    k = 0;
-    lc->for_each([&](std::string_view name, std::uint64_t v) {
-      if (k == cc_total.size()) cc_total.emplace_back(name, 0);
-      cc_total[k++].second += v;
-    });
-  }
+  const auto cc_total = summed(
+      cc_counters_.size(), [&](std::size_t i, const auto& add) { cc_counters_[i]->for_each(add); });
   for (const auto& [name, v] : cc_total) fn("port", name, v);
   for (std::uint16_t l = 0; l < lcores(); ++l)
     engine_at(l).for_each_qp([&](const transport::Qp& qp) {
