@@ -19,21 +19,15 @@ duration=${2:-5}
 run=$(realpath "$build/bin/uroce-run")
 ns=uroce-lcores
 work=$(mktemp -d)
-hp_before=$(cat /proc/sys/vm/nr_hugepages)
-mounted=0
 cleanup() {
   ip netns del "$ns" 2>/dev/null || true
-  ((mounted)) && umount /dev/hugepages || true
-  echo "$hp_before" >/proc/sys/vm/nr_hugepages
+  memif_hugepages_restore
   rm -rf "$work"
 }
 trap cleanup EXIT
 ip netns add "$ns"
 ip netns exec "$ns" ip link set lo up
-echo $((hp_before + 600)) >/proc/sys/vm/nr_hugepages
-if ! mountpoint -q /dev/hugepages; then
-  mkdir -p /dev/hugepages && mount -t hugetlbfs nodev /dev/hugepages && mounted=1
-fi
+memif_hugepages
 
 sock=$work/memif.sock
 # The server's counter NAME summed over its lines (UROCE_STATS_FILE).

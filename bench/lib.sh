@@ -79,6 +79,23 @@ allowed_cpus() {
   echo "${out[@]}"
 }
 
+# Hugepages for net_memif: 600 more, and /dev/hugepages mounted if it was
+# not. memif_hugepages_restore, from the script's EXIT trap, gives back
+# what was taken (nothing before memif_hugepages ran).
+memif_hugepages() {
+  hp_before=$(cat /proc/sys/vm/nr_hugepages)
+  hp_mounted=0
+  echo $((hp_before + 600)) >/proc/sys/vm/nr_hugepages
+  if ! mountpoint -q /dev/hugepages; then
+    mkdir -p /dev/hugepages && mount -t hugetlbfs nodev /dev/hugepages && hp_mounted=1
+  fi
+}
+memif_hugepages_restore() {
+  [[ -n ${hp_before:-} ]] || return 0
+  ((hp_mounted)) && umount /dev/hugepages || true
+  echo "$hp_before" >/proc/sys/vm/nr_hugepages
+}
+
 # A perftest pair over net_memif in NAMESPACE: two uroce processes on
 # shared memory through SOCK (MTU 9000, hugepages), the client reaching
 # the server's perftest over loopback; their output in OUT.server and

@@ -16,21 +16,15 @@ qps=${2:-10000}
 run=$(realpath "$build/bin/uroce-run")
 ns=uroce-many-qps
 work=$(mktemp -d)
-hp_before=$(cat /proc/sys/vm/nr_hugepages)
-mounted=0
 cleanup() {
   ip netns del "$ns" 2>/dev/null || true
-  ((mounted)) && umount /dev/hugepages || true
-  echo "$hp_before" >/proc/sys/vm/nr_hugepages
+  memif_hugepages_restore
   rm -rf "$work"
 }
 trap cleanup EXIT
 ip netns add "$ns"
 ip netns exec "$ns" ip link set lo up
-echo $((hp_before + 600)) >/proc/sys/vm/nr_hugepages
-if ! mountpoint -q /dev/hugepages; then
-  mkdir -p /dev/hugepages && mount -t hugetlbfs nodev /dev/hugepages && mounted=1
-fi
+memif_hugepages
 
 sock=$work/memif.sock
 gbps() {  # OUT SIZE: the average, or what went wrong

@@ -32,14 +32,11 @@ duration=${2:-5}
 run=$(realpath "$build/bin/uroce-run")
 prefix=uroce-bench-
 work=$(mktemp -d)
-hp_before=$(cat /proc/sys/vm/nr_hugepages)
-mounted=0
 
 cleanup() {
   scripts/testbed.sh down "$prefix"
   pkill -f "memif-bench-$$" 2>/dev/null || true
-  ((mounted)) && umount /dev/hugepages || true
-  echo "$hp_before" >/proc/sys/vm/nr_hugepages
+  memif_hugepages_restore
   [[ -n ${KEEP_WORK:-} ]] && echo "kept $work" || rm -rf "$work"
 }
 trap cleanup EXIT
@@ -84,10 +81,7 @@ veth_round 1500
 veth_round 9000
 
 # --- memif: two processes on shared memory -------------------------------
-echo $((hp_before + 600)) >/proc/sys/vm/nr_hugepages
-if ! mountpoint -q /dev/hugepages; then
-  mkdir -p /dev/hugepages && mount -t hugetlbfs nodev /dev/hugepages && mounted=1
-fi
+memif_hugepages
 sock="$work/memif-bench-$$.sock"
 memif_pair "$a" "$sock" "$work/memif-bw" ib_write_bw -d uroce0 -s 65536 -D "$duration" --report_gbits
 memif_pair "$a" "$sock" "$work/memif-lat" ib_send_lat -d uroce0 -s 2 -n 20000
